@@ -1,0 +1,37 @@
+-- board_put.lua: creates or changes a board's configuration (DESIGN §3).
+-- Prepended with lib.lua.
+--
+-- KEYS[1]  lb:{<board>}:config
+-- ARGV[1]  the new config JSON (validated by the server)   ARGV[2] now_ms override ('' = TIME)
+--
+-- A change of order, tie_break, resolution_ms or time_bits would reinterpret stored scores, so
+-- it is refused while any season of the board holds a score. `never` boards get their first
+-- season, `all`, starting now.
+-- Returns {'ok', created (0/1)} or {'err', 'conflict', message}.
+
+local prefix = string.sub(KEYS[1], 1, -7)
+local new = cjson.decode(ARGV[1])
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local old = cjson.decode(raw)
+  if old.order ~= new.order or old.tie_break ~= new.tie_break
+      or old.resolution_ms ~= new.resolution_ms or old.time_bits ~= new.time_bits then
+    for _, s in ipairs(redis.call('ZRANGE', prefix .. 'seasons', 0, -1)) do
+      if redis.call('ZCARD', prefix .. 's:' .. s) > 0 then
+        return {'err', 'conflict', 'season ' .. s .. ' has scores: changing order, tie_break, resolution_ms or time_bits would reinterpret them'}
+      end
+    end
+    -- calendar boards may hold a current season not yet listed
+    if new.reset ~= 'never' or old.reset ~= 'never' then
+      local cur = current_season(prefix, old, now_ms(ARGV[2]))
+      if redis.call('ZCARD', prefix .. 's:' .. cur) > 0 then
+        return {'err', 'conflict', 'season ' .. cur .. ' has scores'}
+      end
+    end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+if new.reset == 'never' and redis.call('ZCARD', prefix .. 'seasons') == 0 then
+  redis.call('ZADD', prefix .. 'seasons', fmt(now_ms(ARGV[2])), 'all')
+end
+return {'ok', raw and 0 or 1}

@@ -1,0 +1,224 @@
+-- lib.lua: helpers shared by the scripts below. The server prepends this file to each script
+-- that needs it (see server/src/scripts.rs), so every script still runs as one EVALSHA.
+--
+-- Numbers: Lua numbers are doubles. Every score, count and time handled here is an integer
+-- below 2^53, so arithmetic is exact; they are printed with fmt() ('%.17g'), never with
+-- tostring or '..' (14 significant digits: corrupts packed scores above 1e14).
+
+local function fmt(x)
+  return string.format('%.17g', x)
+end
+
+-- Milliseconds now: the injected test clock when given, else Redis's own clock, so that every
+-- instance agrees whatever its local clock says.
+local function now_ms(arg)
+  if arg ~= nil and arg ~= '' then
+    return tonumber(arg)
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Sliding-window log (the article's limiter). check() drops entries that left the window and
+-- says whether one more fits; take() records the request with a unique member (never the
+-- timestamp alone: two requests in one millisecond would collapse into one).
+-- Returns allowed (0/1), limit, remaining, retry_after_ms, reset_ms.
+local function rl_check(key, now, window, limit)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now - window))
+  local count = redis.call('ZCARD', key)
+  local reset = 0
+  if count > 0 then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    reset = math.max(1, tonumber(oldest[2]) + window - now)
+  end
+  if count < limit then
+    return {1, limit, limit - count - 1, 0, reset == 0 and window or reset}
+  end
+  return {0, limit, 0, reset, reset}
+end
+
+local function rl_take(key, now, window, member)
+  redis.call('ZADD', key, fmt(now), member)
+  redis.call('PEXPIRE', key, window)
+end
+
+-- Calendar arithmetic (UTC), after H. Hinnant's civil-from-days algorithms.
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = math.floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+
+local function civil_from_days(z)
+  z = z + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  if m <= 2 then y = y + 1 end
+  return y, m, d
+end
+
+local DAY = 86400000
+
+-- The calendar season containing `now`: name, start_ms, end_ms.
+local function calendar_season(reset, now)
+  local days = math.floor(now / DAY)
+  if reset == 'daily' then
+    local y, m, d = civil_from_days(days)
+    return string.format('%04d-%02d-%02d', y, m, d), days * DAY, (days + 1) * DAY
+  elseif reset == 'weekly' then
+    local wd = (days + 3) % 7 -- Monday = 0 (1970-01-01 was a Thursday)
+    local monday = days - wd
+    local ty = civil_from_days(monday + 3) -- the ISO year is the year of the week's Thursday
+    local week = math.floor((monday + 3 - days_from_civil(ty, 1, 1)) / 7) + 1
+    return string.format('%04d-W%02d', ty, week), monday * DAY, (monday + 7) * DAY
+  else -- monthly
+    local y, m = civil_from_days(days)
+    local ny, nm = y, m + 1
+    if nm == 13 then ny, nm = y + 1, 1 end
+    return string.format('%04d-%02d', y, m), days_from_civil(y, m, 1) * DAY, days_from_civil(ny, nm, 1) * DAY
+  end
+end
+
+-- The board's current season: name, start_ms. `never` boards take the latest season an admin
+-- started (or `all`); calendar boards derive it from the clock, so a boundary is exact even
+-- when the rollover job runs late.
+local function current_season(prefix, cfg, now)
+  if cfg.reset == 'never' then
+    local s = redis.call('ZREVRANGE', prefix .. 'seasons', 0, 0, 'WITHSCORES')
+    if #s == 0 then return 'all', 0 end
+    return s[1], tonumber(s[2])
+  end
+  local name, start = calendar_season(cfg.reset, now)
+  return name, start
+end
+
+-- Resolves a season asked for by a reader ('' = current): name, start_ms, or nil if unknown.
+local function resolve_season(prefix, cfg, now, asked)
+  local cur, cur_start = current_season(prefix, cfg, now)
+  if asked == '' or asked == cur then return cur, cur_start end
+  local start = redis.call('ZSCORE', prefix .. 'seasons', asked)
+  if not start then return nil end
+  return asked, tonumber(start)
+end
+
+-- Records a newly started season and drops those beyond keep_seasons (current + keep past).
+local function start_season(prefix, cfg, name, start)
+  if redis.call('ZADD', prefix .. 'seasons', 'NX', fmt(start), name) == 0 then return false end
+  local old = redis.call('ZREVRANGE', prefix .. 'seasons', cfg.keep_seasons + 1, -1)
+  for _, s in ipairs(old) do
+    redis.call('UNLINK', prefix .. 's:' .. s)
+    redis.call('ZREM', prefix .. 'seasons', s)
+  end
+  return true
+end
+
+-- The score codec, the same arithmetic as scorecast_shared::codec.
+local function span(cfg) return 2 ^ cfg.time_bits end
+local function earliest(cfg) return cfg.tie_break == 'earliest' end
+
+local function decode(cfg, score)
+  if not earliest(cfg) then return score, 0 end
+  local sp = span(cfg)
+  local points = math.floor(score / sp)
+  local f = score - points * sp
+  if cfg.order == 'desc' then return points, sp - 1 - f end
+  return points, f
+end
+
+local function encode(cfg, points, t)
+  if not earliest(cfg) then return points end
+  local sp = span(cfg)
+  if cfg.order == 'desc' then return points * sp + (sp - 1 - t) end
+  return points * sp + t
+end
+
+local function max_points(cfg)
+  if earliest(cfg) then return 2 ^ (53 - cfg.time_bits) - 1 end
+  return 9007199254740991
+end
+
+local function min_points(cfg)
+  if earliest(cfg) then return 0 end
+  return -9007199254740991
+end
+
+-- When a score of an `earliest` board was reached, in ms since the epoch (-1 otherwise).
+local function reached_ms(cfg, t, season_start)
+  if not earliest(cfg) then return -1 end
+  return season_start + t * cfg.resolution_ms
+end
+
+-- 1-based rank of `player` whose stored score is `score`. `shared` ranking: one more than the
+-- number of players with strictly better *points*.
+local function rank_of(key, cfg, player, score)
+  if cfg.ranking == 'shared' then
+    local points = decode(cfg, score)
+    if cfg.order == 'desc' then
+      local lo = earliest(cfg) and fmt((points + 1) * span(cfg)) or '(' .. fmt(score)
+      return redis.call('ZCOUNT', key, lo, '+inf') + 1
+    end
+    local hi = earliest(cfg) and '(' .. fmt(points * span(cfg)) or '(' .. fmt(score)
+    return redis.call('ZCOUNT', key, '-inf', hi) + 1
+  end
+  if cfg.order == 'desc' then return redis.call('ZREVRANK', key, player) + 1 end
+  return redis.call('ZRANK', key, player) + 1
+end
+
+-- Board rows from index `start` to `stop` (0-based, inclusive) in rank order, as a flat list:
+-- player, points, rank, name ('' if none), reached_ms (-1 if none) for each.
+local function entries(prefix, key, cfg, start, stop, season_start)
+  local cmd = cfg.order == 'desc' and 'ZREVRANGE' or 'ZRANGE'
+  local rows = redis.call(cmd, key, start, stop, 'WITHSCORES')
+  local out = {}
+  if #rows == 0 then return out end
+  local players = {}
+  for i = 1, #rows, 2 do players[#players + 1] = rows[i] end
+  local names = redis.call('HMGET', prefix .. 'names', unpack(players))
+  local prev_points, prev_rank
+  for i = 1, #rows, 2 do
+    local idx = (i - 1) / 2
+    local score = tonumber(rows[i + 1])
+    local points, t = decode(cfg, score)
+    local rank = start + idx + 1
+    if cfg.ranking == 'shared' then
+      if idx == 0 then rank = rank_of(key, cfg, rows[i], score)
+      elseif points == prev_points then rank = prev_rank end
+    end
+    prev_points, prev_rank = points, rank
+    out[#out + 1] = rows[i]
+    out[#out + 1] = points
+    out[#out + 1] = rank
+    out[#out + 1] = names[idx + 1] or ''
+    out[#out + 1] = reached_ms(cfg, t, season_start)
+  end
+  return out
+end
+
+local function load_config(key)
+  local raw = redis.call('GET', key)
+  if not raw then return nil end
+  return cjson.decode(raw)
+end
+
+-- Bumps the board's change counter and tells every instance (DESIGN §4: the same script that
+-- changes a score bumps seq, so events are ordered with the data).
+local function publish_change(prefix, board, season, body)
+  local seq = redis.call('INCR', prefix .. 'seq')
+  redis.call('PUBLISH', 'ev:{' .. board .. '}',
+    '{"board":"' .. board .. '","season":"' .. season .. '","seq":' .. fmt(seq) .. body .. '}')
+  return seq
+end
+
+local function board_of(prefix)
+  return string.sub(prefix, 5, -3) -- 'lb:{' .. board .. '}:'
+end

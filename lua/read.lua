@@ -1,0 +1,55 @@
+-- read.lua: every leaderboard read, resolved against the same season rules as submit.lua.
+-- Prepended with lib.lua. Reads only.
+--
+-- KEYS[1]  lb:{<board>}:config
+-- ARGV[1]  mode: 'top' | 'player' | 'around' | 'players'
+-- ARGV[2]  season ('' = current)     ARGV[3] now_ms override ('' = Redis TIME)
+-- top:     ARGV[4] offset, ARGV[5] limit
+-- player:  ARGV[4] player
+-- around:  ARGV[4] player, ARGV[5] radius
+-- players: ARGV[4..] players
+--
+-- Returns {'ok', season, total, seq, entries...} where entries are flat groups of five:
+-- player, points, rank, name ('' = none), reached_ms (-1 = none); or {'err', code, message}.
+
+local prefix = string.sub(KEYS[1], 1, -7)
+local cfg = load_config(KEYS[1])
+if not cfg then return {'err', 'unknown_board', 'no board ' .. board_of(prefix)} end
+local now = now_ms(ARGV[3])
+local season, start = resolve_season(prefix, cfg, now, ARGV[2])
+if not season then return {'err', 'unknown_season', 'no season ' .. ARGV[2]} end
+
+local key = prefix .. 's:' .. season
+local total = redis.call('ZCARD', key)
+local seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
+local out = {'ok', season, total, seq}
+local function append(rows)
+  for _, v in ipairs(rows) do out[#out + 1] = v end
+end
+local function index_of(player)
+  if cfg.order == 'desc' then return redis.call('ZREVRANK', key, player) end
+  return redis.call('ZRANK', key, player)
+end
+
+local mode = ARGV[1]
+if mode == 'top' then
+  local offset, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+  if limit > 0 then append(entries(prefix, key, cfg, offset, offset + limit - 1, start)) end
+elseif mode == 'player' then
+  local i = index_of(ARGV[4])
+  if i then append(entries(prefix, key, cfg, i, i, start)) end
+elseif mode == 'around' then
+  local i = index_of(ARGV[4])
+  if i then
+    local r = tonumber(ARGV[5])
+    -- Near the edges, still 2r+1 rows when the board has them.
+    local first = math.max(0, math.min(i - r, total - (2 * r + 1)))
+    append(entries(prefix, key, cfg, first, first + 2 * r, start))
+  end
+else -- players
+  for n = 4, #ARGV do
+    local i = index_of(ARGV[n])
+    if i then append(entries(prefix, key, cfg, i, i, start)) end
+  end
+end
+return out

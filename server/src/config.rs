@@ -1,0 +1,283 @@
+//! One typed configuration (DESIGN §9), layered from lowest to highest: built-in defaults, a
+//! TOML file (`--config` / `SCORECAST_CONFIG`), `SCORECAST_<SECTION>__<KEY>` environment
+//! variables for nested settings, then the flags of the §9 table (each of which also reads its
+//! own `SCORECAST_*` variable).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::builder::TypedValueParser;
+use clap::Parser;
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use scorecast_shared::{BoardConfig, Id};
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Secret;
+use crate::limiter::{Algorithm, Policy};
+
+#[derive(Parser, Debug, Default, Serialize)]
+#[command(
+    name = "scorecast",
+    version,
+    about = "Live leaderboards, rate limits and job queues on Redis"
+)]
+pub struct Cli {
+    /// TOML configuration file.
+    #[arg(long, env = "SCORECAST_CONFIG")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, env = "SCORECAST_LISTEN")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<SocketAddr>,
+    /// Redis URL (redis://host:port/db); none starts an embedded redis-server.
+    #[arg(long, env = "SCORECAST_REDIS_URL")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis_url: Option<String>,
+    /// Bearer token for /admin.
+    #[arg(long, env = "SCORECAST_ADMIN_TOKEN", hide_env_values = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_token: Option<Secret>,
+    /// HS256 secret for player tokens.
+    #[arg(long, env = "SCORECAST_TOKEN_SECRET", hide_env_values = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_secret: Option<Secret>,
+    /// Directory of the web pages.
+    #[arg(long, env = "SCORECAST_WEB_DIR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web_dir: Option<PathBuf>,
+    /// Origins allowed to open WebSockets (comma-separated).
+    #[arg(long, env = "SCORECAST_ALLOWED_ORIGINS", value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_origins: Option<Vec<String>>,
+    /// Open connections allowed per client address (0 = no cap).
+    #[arg(long, env = "SCORECAST_MAX_CONNS_PER_ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_conns_per_addr: Option<u32>,
+    /// Development profile: generated secrets, guest logins, the game-2048 board.
+    #[arg(long, env = "SCORECAST_DEV", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dev: bool,
+}
+
+impl clap::builder::ValueParserFactory for Secret {
+    type Parser =
+        clap::builder::MapValueParser<clap::builder::StringValueParser, fn(String) -> Secret>;
+    fn value_parser() -> Self::Parser {
+        clap::builder::StringValueParser::new().map(Secret::new)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WsSettings {
+    pub ping_interval_ms: u64,
+    pub client_timeout_ms: u64,
+    pub slow_client_ms: u64,
+    /// Messages queued per session before it counts as slow.
+    pub outbound_queue: usize,
+    pub max_views_per_session: usize,
+    /// Coalescing window of view pushes.
+    pub coalesce_ms: u64,
+    pub max_frame_bytes: usize,
+}
+
+impl Default for WsSettings {
+    fn default() -> Self {
+        WsSettings {
+            ping_interval_ms: 15_000,
+            client_timeout_ms: 45_000,
+            slow_client_ms: 5_000,
+            outbound_queue: 64,
+            max_views_per_session: 16,
+            coalesce_ms: 50,
+            max_frame_bytes: 16 * 1024,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueueSettings {
+    pub default_priority: u8,
+    pub default_max_attempts: u32,
+    pub default_lease_ms: u64,
+    pub max_wait_ms: u64,
+    pub promote_batch: u32,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+}
+
+impl Default for QueueSettings {
+    fn default() -> Self {
+        QueueSettings {
+            default_priority: 5,
+            default_max_attempts: 5,
+            default_lease_ms: 30_000,
+            max_wait_ms: 30_000,
+            promote_batch: 100,
+            backoff_base_ms: 1_000,
+            backoff_max_ms: 300_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub redis_url: Option<String>,
+    pub admin_token: Option<Secret>,
+    pub token_secret: Option<Secret>,
+    pub web_dir: PathBuf,
+    /// Empty: the server's own origin (any origin in dev).
+    pub allowed_origins: Vec<String>,
+    pub max_conns_per_addr: u32,
+    pub dev: bool,
+    /// Where the embedded redis-server keeps its data.
+    pub data_dir: PathBuf,
+    /// Limiter for public reads, per client address.
+    pub public_limit: Policy,
+    pub ws: WsSettings,
+    pub queues: QueueSettings,
+    pub boards: BTreeMap<String, BoardConfig>,
+    /// Run the built-in job workers (rollover, rewards, notify).
+    pub workers: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            // unwrap: a constant, valid socket address.
+            listen: "127.0.0.1:8080".parse().unwrap(),
+            redis_url: None,
+            admin_token: None,
+            token_secret: None,
+            web_dir: PathBuf::from("web"),
+            allowed_origins: Vec::new(),
+            max_conns_per_addr: 1000,
+            dev: false,
+            data_dir: PathBuf::from("data"),
+            public_limit: Policy {
+                name: "read".into(),
+                algorithm: Algorithm::SlidingLog,
+                limit: 100,
+                window_ms: 1000,
+            },
+            ws: WsSettings::default(),
+            queues: QueueSettings::default(),
+            boards: BTreeMap::new(),
+            workers: true,
+        }
+    }
+}
+
+/// The dev profile's board (DESIGN §2).
+pub const DEV_BOARD: &str = "game-2048";
+
+impl Settings {
+    /// Defaults < file < nested env < flags.
+    pub fn load(cli: &Cli) -> anyhow::Result<Settings> {
+        let mut fig = Figment::from(Serialized::defaults(Settings::default()));
+        if let Some(path) = &cli.config {
+            if !path.exists() {
+                bail!("config file {} does not exist", path.display());
+            }
+            fig = fig.merge(Toml::file(path));
+        }
+        fig = fig
+            .merge(
+                Env::prefixed("SCORECAST_")
+                    .filter(|k| k.as_str().contains("__"))
+                    .split("__"),
+            )
+            .merge(Serialized::defaults(cli));
+        let s: Settings = fig.extract().context("invalid configuration")?;
+        s.check()?;
+        Ok(s)
+    }
+
+    /// Fills in what the dev profile generates, and refuses to run without secrets outside it.
+    /// Returns the generated admin token, to print.
+    pub fn finish(&mut self) -> anyhow::Result<Option<Secret>> {
+        let mut generated = None;
+        if self.dev {
+            if self.token_secret.is_none() {
+                self.token_secret = Some(Secret::generate());
+            }
+            if self.admin_token.is_none() {
+                let t = Secret::generate();
+                generated = Some(t.clone());
+                self.admin_token = Some(t);
+            }
+            self.boards.entry(DEV_BOARD.into()).or_default();
+        }
+        for (name, s) in [
+            ("admin token (SCORECAST_ADMIN_TOKEN)", &self.admin_token),
+            ("token secret (SCORECAST_TOKEN_SECRET)", &self.token_secret),
+        ] {
+            match s {
+                None => bail!("no {name}: set it, or run with --dev"),
+                Some(s) if s.expose().len() < 32 => bail!("the {name} must be at least 32 bytes"),
+                Some(_) => {}
+            }
+        }
+        Ok(generated)
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        for (id, cfg) in &self.boards {
+            Id::parse(id).with_context(|| format!("board id {id:?}"))?;
+            cfg.validate()
+                .map_err(|e| anyhow::anyhow!("board {id}: {e}"))?;
+        }
+        if self.public_limit.limit == 0 || self.public_limit.window_ms == 0 {
+            bail!("public_limit needs limit >= 1 and window_ms >= 1");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_the_file_and_secrets_are_required() {
+        let dir = std::env::temp_dir().join(format!("sc-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        std::fs::write(
+            &file,
+            "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n",
+        )
+        .unwrap();
+        let cli = Cli {
+            config: Some(file),
+            listen: Some("127.0.0.1:9001".parse().unwrap()),
+            ..Default::default()
+        };
+        let mut s = Settings::load(&cli).unwrap();
+        assert_eq!(s.listen.port(), 9001);
+        assert_eq!(s.boards["speedrun"].order, scorecast_shared::Order::Asc);
+        assert!(s.finish().is_err(), "no secrets outside dev");
+        s.admin_token = Some(Secret::new("short"));
+        s.token_secret = Some(Secret::generate());
+        assert!(s.finish().is_err(), "secrets of at least 32 bytes");
+        assert!(!format!("{s:?}").contains("short"));
+    }
+
+    #[test]
+    fn dev_generates_secrets_and_the_demo_board() {
+        let mut s = Settings {
+            dev: true,
+            ..Default::default()
+        };
+        let printed = s.finish().unwrap();
+        assert!(printed.is_some());
+        assert!(s.boards.contains_key(DEV_BOARD));
+    }
+}

@@ -1,0 +1,197 @@
+//! Admin endpoints (`/admin`, bearer admin token, no CORS headers, not rate limited).
+
+use actix_web::{delete, get, post, put, web, HttpResponse};
+use scorecast_shared::protocol::parse_points;
+use scorecast_shared::{BoardConfig, ErrorCode, Id, Op};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::extract::Admin;
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+use crate::store::{Accepted, Submission};
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct BoardPut {
+    pub id: String,
+    #[serde(flatten)]
+    pub config: BoardConfig,
+    pub created: bool,
+}
+
+/// Creates or changes a board. Changing order, tie_break, resolution_ms or time_bits of a board
+/// with scores is refused (`conflict`).
+#[utoipa::path(params(("board" = String, Path)), request_body = BoardConfig, responses((status = 200, body = BoardPut), (status = 409)), tag = "admin", security(("admin" = [])))]
+#[put("/admin/boards/{board}")]
+pub async fn put_board(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Json<BoardConfig>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let created = st.store.put_board(&board, &body).await?;
+    Ok(HttpResponse::Ok().json(BoardPut {
+        id: board.into_string(),
+        config: body.into_inner(),
+        created,
+    }))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct ScoreBody {
+    /// Integer points, |points| ≤ 2^53 − 1.
+    #[schema(value_type = i64)]
+    pub points: Value,
+    /// Overrides the board's op.
+    pub op: Option<Op>,
+    /// Submission id for safe retries (generated when absent).
+    pub id: Option<String>,
+}
+
+/// Applies points to a player through the submission core (no submit limit).
+#[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), request_body = ScoreBody, responses((status = 200, body = Accepted)), tag = "admin", security(("admin" = [])))]
+#[post("/admin/boards/{board}/players/{player}/score")]
+pub async fn score(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Json<ScoreBody>,
+) -> AppResult<HttpResponse> {
+    let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
+    let points =
+        parse_points(Some(&body.points)).map_err(|(code, msg)| AppError::new(code, msg))?;
+    let id = match &body.id {
+        Some(id) => AppState::id(id)?,
+        // unwrap: a simple uuid is 32 hex characters, a valid id.
+        None => Id::parse(&uuid::Uuid::new_v4().simple().to_string()).unwrap(),
+    };
+    let s = Submission {
+        board,
+        player,
+        id,
+        points,
+        op: body.op,
+        name: None,
+        skip_limit: true,
+    };
+    Ok(HttpResponse::Ok().json(st.submit(&s).await?))
+}
+
+/// Removes a player from the board's current season.
+#[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), responses((status = 204), (status = 404)), tag = "admin", security(("admin" = [])))]
+#[delete("/admin/boards/{board}/players/{player}")]
+pub async fn remove(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> AppResult<HttpResponse> {
+    let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
+    if st.store.remove(&board, &player).await? {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(AppError::new(
+            ErrorCode::NotFound,
+            format!("{player} is not on {board}"),
+        ))
+    }
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RolloverBody {
+    pub season: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RolloverResponse {
+    pub board: String,
+    pub season: String,
+    pub start_ms: i64,
+    pub previous_season: String,
+}
+
+/// Starts a named season on a `never` board (calendar boards: `conflict`).
+#[utoipa::path(params(("board" = String, Path)), request_body = RolloverBody, responses((status = 200, body = RolloverResponse), (status = 409)), tag = "admin", security(("admin" = [])))]
+#[post("/admin/boards/{board}/rollover")]
+pub async fn rollover(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Json<RolloverBody>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let season = AppState::id(&body.season)?;
+    let (season, start_ms, previous_season) = st.store.rollover(&board, &season).await?;
+    Ok(HttpResponse::Ok().json(RolloverResponse {
+        board: board.into_string(),
+        season,
+        start_ms,
+        previous_season,
+    }))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+pub struct LogQuery {
+    /// 1–1000, default 100.
+    pub count: Option<usize>,
+}
+
+/// The audit stream of accepted submissions, newest first.
+#[utoipa::path(params(("board" = String, Path), LogQuery), responses((status = 200)), tag = "admin", security(("admin" = [])))]
+#[get("/admin/boards/{board}/log")]
+pub async fn log(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    q: web::Query<LogQuery>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let count = q.count.unwrap_or(100);
+    if !(1..=1000).contains(&count) {
+        return Err(AppError::bad_request("count must be 1..=1000"));
+    }
+    let entries = st.store.log(&board, count).await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "board": board, "entries": entries })))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRequest {
+    pub player: String,
+    /// Lifetime in seconds (default 3600, at most 30 days).
+    pub ttl_s: Option<u64>,
+    pub name: Option<String>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct TokenResponse {
+    pub token: String,
+}
+
+/// Issues a player token.
+#[utoipa::path(request_body = TokenRequest, responses((status = 200, body = TokenResponse)), tag = "admin", security(("admin" = [])))]
+#[post("/admin/tokens")]
+pub async fn tokens(
+    _: Admin,
+    st: web::Data<AppState>,
+    body: web::Json<TokenRequest>,
+) -> AppResult<HttpResponse> {
+    let player = AppState::id(&body.player)?;
+    let ttl = body.ttl_s.unwrap_or(3600);
+    if !(1..=30 * 86_400).contains(&ttl) {
+        return Err(AppError::bad_request("ttl_s must be 1..=2592000"));
+    }
+    let name = body.name.clone().map(crate::auth::clean_name);
+    let token = st.tokens.issue(&player, name.as_deref(), ttl);
+    Ok(HttpResponse::Ok().json(TokenResponse { token }))
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(put_board)
+        .service(score)
+        .service(remove)
+        .service(rollover)
+        .service(log)
+        .service(tokens);
+}

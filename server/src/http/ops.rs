@@ -1,0 +1,93 @@
+//! Operations: liveness, readiness, metrics, the OpenAPI document, and the web pages.
+
+use actix_web::{get, web, HttpResponse};
+use utoipa::OpenApi;
+
+use crate::state::AppState;
+
+/// The process is up.
+#[utoipa::path(responses((status = 200)), tag = "ops")]
+#[get("/healthz")]
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({"status": "ok"}))
+}
+
+/// Redis is reachable.
+#[utoipa::path(responses((status = 200), (status = 503)), tag = "ops")]
+#[get("/readyz")]
+pub async fn readyz(st: web::Data<AppState>) -> HttpResponse {
+    match st.store.ping().await {
+        Ok(()) => HttpResponse::Ok().json(serde_json::json!({"status": "ready"})),
+        Err(_) => HttpResponse::ServiceUnavailable()
+            .json(serde_json::json!({"status": "redis unreachable"})),
+    }
+}
+
+/// Prometheus metrics.
+#[utoipa::path(responses((status = 200)), tag = "ops")]
+#[get("/metrics")]
+pub async fn metrics() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(crate::metrics::render())
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Scorecast", description = "Live leaderboards, rate limits and job queues on Redis sorted sets. WebSocket protocol v1 at /ws."),
+    paths(
+        healthz, readyz, metrics,
+        super::public::boards, super::public::top, super::public::player_get, super::public::around,
+        super::public::players, super::public::seasons, super::public::guest,
+        super::admin::put_board, super::admin::score, super::admin::remove, super::admin::rollover,
+        super::admin::log, super::admin::tokens,
+    ),
+    modifiers(&AdminAuth)
+)]
+pub struct ApiDoc;
+
+struct AdminAuth;
+
+impl utoipa::Modify for AdminAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "admin",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+#[get("/openapi.json")]
+pub async fn openapi_json() -> HttpResponse {
+    HttpResponse::Ok().json(ApiDoc::openapi())
+}
+
+fn page(st: &AppState, file: &str) -> HttpResponse {
+    match std::fs::read(st.settings.web_dir.join(file)) {
+        Ok(body) => HttpResponse::Ok()
+            .content_type("text/html; charset=utf-8")
+            .body(body),
+        Err(_) => HttpResponse::NotFound().body(format!("{file} not found in the web directory")),
+    }
+}
+
+#[get("/")]
+pub async fn index(st: web::Data<AppState>) -> HttpResponse {
+    page(&st, "index.html")
+}
+
+#[get("/play")]
+pub async fn play(st: web::Data<AppState>) -> HttpResponse {
+    page(&st, "play.html")
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(healthz)
+        .service(readyz)
+        .service(metrics)
+        .service(openapi_json)
+        .service(index)
+        .service(play);
+}

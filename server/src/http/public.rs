@@ -1,0 +1,327 @@
+//! Public reads (`/v1`): any origin may read (CORS `*`, no credentials), rate-limited per
+//! client address.
+
+use actix_web::{get, post, web, HttpResponse};
+use scorecast_shared::{BoardConfig, Entry, ErrorCode, Id};
+use serde::{Deserialize, Serialize};
+
+use super::extract::ReadLimit;
+use crate::error::{rate_headers, AppError, AppResult};
+use crate::state::AppState;
+use crate::store::{Page, Read, SeasonInfo};
+
+pub const MAX_LIMIT: u64 = 100;
+pub const MAX_RADIUS: u64 = 25;
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct BoardInfo {
+    pub id: String,
+    #[serde(flatten)]
+    pub config: BoardConfig,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct BoardList {
+    pub boards: Vec<BoardInfo>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct TopResponse {
+    pub board: String,
+    pub season: String,
+    pub total: u64,
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct EntriesResponse {
+    pub board: String,
+    pub season: String,
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PlayerResponse {
+    pub board: String,
+    pub season: String,
+    pub player: String,
+    pub score: i64,
+    pub rank: u64,
+    /// Share of the board at or below this player, 0–100, one decimal.
+    pub percentile: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reached_ms: Option<i64>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct SeasonList {
+    pub seasons: Vec<SeasonInfo>,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct TopQuery {
+    /// 1–100, default 10.
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+    /// A past season; default the current one.
+    pub season: Option<String>,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct SeasonQuery {
+    pub season: Option<String>,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct AroundQuery {
+    /// 1–25, default 5.
+    pub radius: Option<u64>,
+    pub season: Option<String>,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PlayersQuery {
+    /// Comma-separated player ids (at most 100).
+    pub ids: String,
+    pub season: Option<String>,
+}
+
+fn season(s: &Option<String>) -> AppResult<Option<Id>> {
+    s.as_deref()
+        .filter(|s| !s.is_empty())
+        .map(AppState::id)
+        .transpose()
+}
+
+fn ok<T: Serialize>(limit: &ReadLimit, body: &T) -> HttpResponse {
+    let mut res = HttpResponse::Ok();
+    rate_headers(&mut res, &limit.0);
+    res.insert_header(("Access-Control-Allow-Origin", "*"));
+    res.json(body)
+}
+
+fn in_range(name: &str, v: Option<u64>, default: u64, max: u64) -> AppResult<u64> {
+    match v.unwrap_or(default) {
+        n if (1..=max).contains(&n) => Ok(n),
+        n => Err(AppError::bad_request(format!(
+            "{name} must be 1..={max}, got {n}"
+        ))),
+    }
+}
+
+/// Every board and its configuration.
+#[utoipa::path(responses((status = 200, body = BoardList)), tag = "public")]
+#[get("/v1/boards")]
+pub async fn boards(st: web::Data<AppState>, limit: ReadLimit) -> AppResult<HttpResponse> {
+    let boards = st
+        .store
+        .boards()
+        .await?
+        .into_iter()
+        .map(|(id, config)| BoardInfo {
+            id: id.into_string(),
+            config,
+        })
+        .collect();
+    Ok(ok(&limit, &BoardList { boards }))
+}
+
+/// The top of a board.
+#[utoipa::path(params(("board" = String, Path), TopQuery), responses((status = 200, body = TopResponse), (status = 404)), tag = "public")]
+#[get("/v1/boards/{board}/top")]
+pub async fn top(
+    st: web::Data<AppState>,
+    limit: ReadLimit,
+    path: web::Path<String>,
+    q: web::Query<TopQuery>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let n = in_range("limit", q.limit, 10, MAX_LIMIT)?;
+    let offset = q.offset.unwrap_or(0);
+    let page = st
+        .store
+        .read(
+            &board,
+            season(&q.season)?.as_ref(),
+            Read::Top { offset, limit: n },
+        )
+        .await?;
+    Ok(ok(
+        &limit,
+        &TopResponse {
+            board: board.into_string(),
+            season: page.season,
+            total: page.total,
+            entries: page.entries,
+        },
+    ))
+}
+
+/// One player's score, rank and percentile.
+#[utoipa::path(params(("board" = String, Path), ("player" = String, Path), SeasonQuery), responses((status = 200, body = PlayerResponse), (status = 404)), tag = "public")]
+#[get("/v1/boards/{board}/players/{player}")]
+pub async fn player_get(
+    st: web::Data<AppState>,
+    limit: ReadLimit,
+    path: web::Path<(String, String)>,
+    q: web::Query<SeasonQuery>,
+) -> AppResult<HttpResponse> {
+    let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
+    let Page {
+        season,
+        total,
+        entries,
+        ..
+    } = st
+        .store
+        .read(&board, season(&q.season)?.as_ref(), Read::Player(&player))
+        .await?;
+    let e = entries.into_iter().next().ok_or_else(|| {
+        AppError::new(
+            ErrorCode::NotFound,
+            format!("{player} has no score on {board} in season {season}"),
+        )
+    })?;
+    let percentile = ((total - e.rank + 1) as f64 / total as f64 * 1000.0).round() / 10.0;
+    Ok(ok(
+        &limit,
+        &PlayerResponse {
+            board: board.into_string(),
+            season,
+            player: e.player,
+            score: e.score,
+            rank: e.rank,
+            percentile,
+            name: e.name,
+            reached_ms: e.reached_ms,
+        },
+    ))
+}
+
+/// The players around one (2·radius+1 rows when the board has them).
+#[utoipa::path(params(("board" = String, Path), ("player" = String, Path), AroundQuery), responses((status = 200, body = EntriesResponse), (status = 404)), tag = "public")]
+#[get("/v1/boards/{board}/players/{player}/around")]
+pub async fn around(
+    st: web::Data<AppState>,
+    limit: ReadLimit,
+    path: web::Path<(String, String)>,
+    q: web::Query<AroundQuery>,
+) -> AppResult<HttpResponse> {
+    let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
+    let radius = in_range("radius", q.radius, 5, MAX_RADIUS)?;
+    let page = st
+        .store
+        .read(
+            &board,
+            season(&q.season)?.as_ref(),
+            Read::Around {
+                player: &player,
+                radius,
+            },
+        )
+        .await?;
+    Ok(ok(
+        &limit,
+        &EntriesResponse {
+            board: board.into_string(),
+            season: page.season,
+            entries: page.entries,
+        },
+    ))
+}
+
+/// A given list of players (friends); absent ids are left out.
+#[utoipa::path(params(("board" = String, Path), PlayersQuery), responses((status = 200, body = EntriesResponse)), tag = "public")]
+#[get("/v1/boards/{board}/players")]
+pub async fn players(
+    st: web::Data<AppState>,
+    limit: ReadLimit,
+    path: web::Path<String>,
+    q: web::Query<PlayersQuery>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let ids = q
+        .ids
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(AppState::id)
+        .collect::<AppResult<Vec<_>>>()?;
+    if ids.len() > MAX_LIMIT as usize {
+        return Err(AppError::bad_request(format!("at most {MAX_LIMIT} ids")));
+    }
+    let page = st
+        .store
+        .read(&board, season(&q.season)?.as_ref(), Read::Players(&ids))
+        .await?;
+    Ok(ok(
+        &limit,
+        &EntriesResponse {
+            board: board.into_string(),
+            season: page.season,
+            entries: page.entries,
+        },
+    ))
+}
+
+/// The board's seasons, the current one flagged.
+#[utoipa::path(params(("board" = String, Path)), responses((status = 200, body = SeasonList)), tag = "public")]
+#[get("/v1/boards/{board}/seasons")]
+pub async fn seasons(
+    st: web::Data<AppState>,
+    limit: ReadLimit,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let seasons = st.store.seasons(&board).await?;
+    Ok(ok(&limit, &SeasonList { seasons }))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct GuestRequest {
+    pub name: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct GuestResponse {
+    pub player: String,
+    pub token: String,
+}
+
+/// Dev profile only: a player token for `guest-<name>`.
+#[utoipa::path(request_body = GuestRequest, responses((status = 200, body = GuestResponse), (status = 404)), tag = "public")]
+#[post("/v1/guest")]
+pub async fn guest(
+    st: web::Data<AppState>,
+    body: web::Json<GuestRequest>,
+) -> AppResult<HttpResponse> {
+    if !st.settings.dev {
+        return Err(AppError::new(
+            ErrorCode::NotFound,
+            "guest login is only available with --dev",
+        ));
+    }
+    let player = AppState::id(&format!("guest-{}", body.name))?;
+    let token = st.tokens.issue(&player, Some(&body.name), 24 * 3600);
+    Ok(HttpResponse::Ok()
+        .insert_header(("Access-Control-Allow-Origin", "*"))
+        .json(GuestResponse {
+            player: player.into_string(),
+            token,
+        }))
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(boards)
+        .service(top)
+        .service(players)
+        .service(around)
+        .service(player_get)
+        .service(seasons)
+        .service(guest);
+}

@@ -1,0 +1,56 @@
+//! Every Redis key name, in one place (DESIGN §8). Keys of one board share the hash tag
+//! `{<board>}` and so one cluster slot; the scripts derive the rest of a board's keys from the
+//! `lb:{<board>}:` prefix of the config key they are given.
+
+use scorecast_shared::Id;
+
+/// `sc:boards`: ids of all boards (an index only).
+pub const BOARDS: &str = "sc:boards";
+
+pub fn config(board: &Id) -> String {
+    format!("lb:{{{board}}}:config")
+}
+
+pub fn season(board: &Id, season: &str) -> String {
+    format!("lb:{{{board}}}:s:{season}")
+}
+
+pub fn seasons(board: &Id) -> String {
+    format!("lb:{{{board}}}:seasons")
+}
+
+pub fn log(board: &Id) -> String {
+    format!("lb:{{{board}}}:log")
+}
+
+pub fn rewards(board: &Id) -> String {
+    format!("lb:{{{board}}}:rewards")
+}
+
+pub fn seq(board: &Id) -> String {
+    format!("lb:{{{board}}}:seq")
+}
+
+/// The channel that carries a board's change events.
+pub fn events(board: &Id) -> String {
+    format!("ev:{{{board}}}")
+}
+
+/// Limiter state outside boards, e.g. public reads per client address.
+pub fn limiter(policy: &str, subject: &str) -> String {
+    format!("rl:{{{policy}:{subject}}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn board_keys_share_the_hash_tag() {
+        let b = Id::parse("game-2048").unwrap();
+        assert_eq!(config(&b), "lb:{game-2048}:config");
+        assert_eq!(season(&b, "all"), "lb:{game-2048}:s:all");
+        assert_eq!(events(&b), "ev:{game-2048}");
+        assert_eq!(limiter("read", "127.0.0.1"), "rl:{read:127.0.0.1}");
+    }
+}

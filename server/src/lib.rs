@@ -1,0 +1,19 @@
+//! Scorecast server: live leaderboards over WebSocket and HTTP, on Redis sorted sets.
+//!
+//! Layout follows the data: `http` and `ws` are the front doors, `state::AppState::submit` is
+//! the one submission core behind them, `store` is typed access to Redis, whose atomic
+//! multi-step operations are the scripts in `lua/` (`scripts`), named by `keys`.
+
+pub mod auth;
+pub mod clock;
+pub mod config;
+pub mod embedded;
+pub mod error;
+pub mod http;
+pub mod keys;
+pub mod limiter;
+pub mod metrics;
+pub mod scripts;
+pub mod startup;
+pub mod state;
+pub mod store;

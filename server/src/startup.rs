@@ -1,0 +1,126 @@
+//! Building and running the application. `Application::build` binds the listener itself, so
+//! tests pass port 0 and read the real port back.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::{web, App, HttpServer};
+use anyhow::Context;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use scorecast_shared::Id;
+
+use crate::auth::Tokens;
+use crate::clock::Clock;
+use crate::config::Settings;
+use crate::embedded::RedisProcess;
+use crate::limiter::Limiter;
+use crate::state::AppState;
+use crate::store::Store;
+
+pub struct Application {
+    server: Server,
+    port: u16,
+    state: AppState,
+    /// The private redis-server when no URL was configured; stopped after the server.
+    embedded: Option<RedisProcess>,
+}
+
+/// How long a Redis reply may take before the call fails with `unavailable`.
+const REDIS_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A connection manager (multiplexed, reconnecting) for `url`.
+pub async fn connect(url: &str) -> anyhow::Result<ConnectionManager> {
+    let client = redis::Client::open(url).with_context(|| format!("bad redis url {url}"))?;
+    let cfg = ConnectionManagerConfig::new()
+        .set_response_timeout(Some(REDIS_RESPONSE_TIMEOUT))
+        .set_connection_timeout(Some(Duration::from_secs(1)))
+        .set_number_of_retries(2)
+        .set_max_delay(Duration::from_millis(500));
+    ConnectionManager::new_with_config(client, cfg)
+        .await
+        .with_context(|| format!("cannot reach redis at {url}"))
+}
+
+impl Application {
+    /// Builds with the production clock (Redis TIME).
+    pub async fn build(settings: Settings) -> anyhow::Result<Application> {
+        Self::build_with_clock(settings, Clock::Redis).await
+    }
+
+    pub async fn build_with_clock(settings: Settings, clock: Clock) -> anyhow::Result<Application> {
+        let (url, embedded) = match &settings.redis_url {
+            Some(url) => (url.clone(), None),
+            None => {
+                let p = RedisProcess::start(&settings.data_dir, true)?;
+                tracing::info!(port = p.port, dir = %settings.data_dir.display(), "started embedded redis-server (AOF on)");
+                (p.url(), Some(p))
+            }
+        };
+        let conn = connect(&url).await?;
+        let store = Store::new(conn.clone(), clock.clone());
+        for (id, cfg) in &settings.boards {
+            let id = Id::parse(id)?;
+            if let Err(e) = store.put_board(&id, cfg).await {
+                anyhow::bail!("configuring board {id}: {e}");
+            }
+        }
+        let state = AppState {
+            store,
+            limiter: Limiter::new(conn, clock),
+            // unwrap: Settings::finish ensured both secrets before build.
+            tokens: Tokens::new(settings.token_secret.as_ref().context("no token secret")?),
+            admin_token: settings.admin_token.clone().context("no admin token")?,
+            settings: Arc::new(settings),
+        };
+        let listener = TcpListener::bind(state.settings.listen)
+            .with_context(|| format!("cannot listen on {}", state.settings.listen))?;
+        let port = listener.local_addr()?.port();
+        let data = web::Data::new(state.clone());
+        let web_dir = state.settings.web_dir.clone();
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(data.clone())
+                .wrap(actix_web::middleware::Compress::default())
+                .configure(crate::http::routes)
+                .service(actix_files::Files::new("/", &web_dir))
+        })
+        .shutdown_timeout(10)
+        .listen(listener)?
+        .run();
+        Ok(Application {
+            server,
+            port,
+            state,
+            embedded,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// A handle to stop the server gracefully.
+    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until stopped (SIGINT/SIGTERM or the handle), then stops the embedded Redis.
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        let Application {
+            server,
+            mut embedded,
+            ..
+        } = self;
+        let r = server.await;
+        if let Some(p) = embedded.as_mut() {
+            p.shutdown();
+        }
+        Ok(r?)
+    }
+}

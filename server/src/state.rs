@@ -1,0 +1,46 @@
+//! What every request handler and WebSocket session shares.
+
+use std::sync::Arc;
+
+use scorecast_shared::{ErrorCode, Id};
+
+use crate::auth::{Secret, Tokens};
+use crate::config::Settings;
+use crate::error::AppResult;
+use crate::limiter::Limiter;
+use crate::metrics;
+use crate::store::{Accepted, Store, Submission};
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub limiter: Limiter,
+    pub tokens: Tokens,
+    pub admin_token: Secret,
+    pub settings: Arc<Settings>,
+}
+
+impl AppState {
+    /// The submission core: every front door (WebSocket, HTTP, jobs) submits through here.
+    pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
+        let span = tracing::debug_span!("submit", board = %s.board, player = %s.player, id = %s.id);
+        let _enter = span.enter();
+        let r = self.store.submit(s).await;
+        let outcome = match &r {
+            Ok(a) if a.duplicate => "duplicate",
+            Ok(_) => "ok",
+            Err(e) => e.code.as_str(),
+        };
+        metrics::SUBMISSIONS.with_label_values(&[outcome]).inc();
+        r
+    }
+
+    /// Parses a path segment as an id (`invalid_id` otherwise).
+    pub fn id(s: &str) -> AppResult<Id> {
+        Ok(Id::parse(s)?)
+    }
+
+    pub fn is_unavailable(code: ErrorCode) -> bool {
+        code == ErrorCode::Unavailable
+    }
+}

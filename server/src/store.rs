@@ -1,0 +1,393 @@
+//! Typed access to the leaderboards in Redis. Handlers never build raw commands: every
+//! operation here is one script (see `lua/`) or one command, on the shared multiplexed
+//! connection.
+
+use redis::aio::ConnectionManager;
+use redis::{AsyncCommands, Value};
+use scorecast_shared::{BoardConfig, Entry, ErrorCode, Id, Op};
+use serde::Serialize;
+
+use crate::clock::Clock;
+use crate::error::{AppError, AppResult, RateInfo};
+use crate::{keys, scripts};
+
+#[derive(Clone)]
+pub struct Store {
+    conn: ConnectionManager,
+    clock: Clock,
+}
+
+/// One score submission, from any front door (WebSocket, HTTP admin, jobs).
+#[derive(Clone, Debug)]
+pub struct Submission {
+    pub board: Id,
+    pub player: Id,
+    /// The client's id for this submission: a retry with the same id is applied once.
+    pub id: Id,
+    pub points: i64,
+    /// Overrides the board's op (admin only).
+    pub op: Option<Op>,
+    /// Display name to record (from the token's `name` claim).
+    pub name: Option<String>,
+    /// Skip the board's `submit_limit` (admin).
+    pub skip_limit: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Accepted {
+    pub board: String,
+    pub season: String,
+    /// The player's points after the submission.
+    pub score: i64,
+    pub rank: u64,
+    pub previous_rank: Option<u64>,
+    pub seq: u64,
+    pub duplicate: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reached_ms: Option<i64>,
+}
+
+/// A slice of one season of a board.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page {
+    pub season: String,
+    pub total: u64,
+    pub seq: u64,
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct SeasonInfo {
+    pub season: String,
+    pub start_ms: i64,
+    pub current: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Read<'a> {
+    Top { offset: u64, limit: u64 },
+    Player(&'a Id),
+    Around { player: &'a Id, radius: u64 },
+    Players(&'a [Id]),
+}
+
+fn bad_reply(what: &str) -> AppError {
+    tracing::error!(what, "unexpected script reply");
+    AppError::new(ErrorCode::Unavailable, "unexpected reply from the store")
+}
+
+fn as_i64(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        Value::SimpleString(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn as_string(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(i) => Some(i.to_string()),
+        _ => None,
+    }
+}
+
+/// Splits a script reply into `Ok(fields after 'ok')` or the error it carries
+/// (`{'err', code, message, retry_after_ms?, limit?, reset_ms?}`).
+fn split_reply(v: Value) -> AppResult<Vec<Value>> {
+    let Value::Array(items) = v else {
+        return Err(bad_reply("not an array"));
+    };
+    let tag = items
+        .first()
+        .and_then(as_string)
+        .ok_or_else(|| bad_reply("no tag"))?;
+    if tag == "ok" {
+        return Ok(items.into_iter().skip(1).collect());
+    }
+    let code = items
+        .get(1)
+        .and_then(as_string)
+        .and_then(|c| ErrorCode::parse(&c))
+        .ok_or_else(|| bad_reply("error code"))?;
+    let message = items.get(2).and_then(as_string).unwrap_or_default();
+    let mut err = AppError::new(code, message);
+    if code == ErrorCode::RateLimited {
+        let n = |i: usize| items.get(i).and_then(as_i64).unwrap_or(0).max(0) as u64;
+        err.rate = Some(RateInfo {
+            allowed: false,
+            limit: n(4),
+            remaining: 0,
+            retry_after_ms: n(3).max(1),
+            reset_ms: n(5),
+        });
+    }
+    Err(err)
+}
+
+fn opt_rank(v: i64) -> Option<u64> {
+    (v > 0).then_some(v as u64)
+}
+
+impl Store {
+    pub fn new(conn: ConnectionManager, clock: Clock) -> Store {
+        Store { conn, clock }
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// The shared multiplexed connection (never for blocking commands).
+    pub fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    pub async fn ping(&self) -> AppResult<()> {
+        let mut c = self.conn.clone();
+        let _: String = redis::cmd("PING").query_async(&mut c).await?;
+        Ok(())
+    }
+
+    /// Creates or changes a board (refused with `conflict` if it would reinterpret scores).
+    /// Returns whether it was created.
+    pub async fn put_board(&self, board: &Id, cfg: &BoardConfig) -> AppResult<bool> {
+        cfg.validate().map_err(AppError::bad_request)?;
+        let json = serde_json::to_string(cfg).map_err(|e| AppError::bad_request(e.to_string()))?;
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::BOARD_PUT
+            .key(keys::config(board))
+            .arg(json)
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = split_reply(reply)?;
+        // The index lives outside the board's slot, so it is written separately; it is only an
+        // index (the config key is the truth).
+        let _: () = c.sadd(keys::BOARDS, board.as_str()).await?;
+        Ok(r.first().and_then(as_i64) == Some(1))
+    }
+
+    pub async fn board(&self, board: &Id) -> AppResult<BoardConfig> {
+        let mut c = self.conn.clone();
+        let raw: Option<String> = c.get(keys::config(board)).await?;
+        let raw =
+            raw.ok_or_else(|| AppError::new(ErrorCode::UnknownBoard, format!("no board {board}")))?;
+        serde_json::from_str(&raw).map_err(|_| bad_reply("board config"))
+    }
+
+    pub async fn boards(&self) -> AppResult<Vec<(Id, BoardConfig)>> {
+        let mut c = self.conn.clone();
+        let mut ids: Vec<String> = c.smembers(keys::BOARDS).await?;
+        ids.sort();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Ok(id) = Id::parse(&id) else { continue };
+            match self.board(&id).await {
+                Ok(cfg) => out.push((id, cfg)),
+                Err(e) if e.code == ErrorCode::UnknownBoard => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Applies one submission atomically: dedup, limiter, op, tie-break, seq, audit log,
+    /// event — one script, one round trip (`lua/submit.lua`).
+    pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
+        let op = s.op.map(|op| match op {
+            Op::Incr => "incr",
+            Op::Best => "best",
+            Op::Set => "set",
+        });
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::SUBMIT
+            .key(keys::config(&s.board))
+            .arg(s.player.as_str())
+            .arg(s.id.as_str())
+            .arg(s.points)
+            .arg(op.unwrap_or(""))
+            .arg(s.name.as_deref().unwrap_or(""))
+            .arg(self.clock.arg())
+            .arg(uuid::Uuid::new_v4().simple().to_string())
+            .arg(if s.skip_limit { "1" } else { "" })
+            .invoke_async(&mut c)
+            .await?;
+        let r = split_reply(reply)?;
+        let n = |i: usize| {
+            r.get(i)
+                .and_then(as_i64)
+                .ok_or_else(|| bad_reply("submit field"))
+        };
+        Ok(Accepted {
+            board: s.board.to_string(),
+            season: r
+                .first()
+                .and_then(as_string)
+                .ok_or_else(|| bad_reply("season"))?,
+            score: n(1)?,
+            rank: n(2)? as u64,
+            previous_rank: opt_rank(n(3)?),
+            seq: n(4)? as u64,
+            duplicate: n(5)? == 1,
+            reached_ms: Some(n(6)?).filter(|t| *t >= 0),
+        })
+    }
+
+    /// Reads a board (`season`: `None` = current) through `lua/read.lua`.
+    pub async fn read(&self, board: &Id, season: Option<&Id>, what: Read<'_>) -> AppResult<Page> {
+        let mut c = self.conn.clone();
+        let mut inv = scripts::READ.key(keys::config(board));
+        inv.arg(match what {
+            Read::Top { .. } => "top",
+            Read::Player(_) => "player",
+            Read::Around { .. } => "around",
+            Read::Players(_) => "players",
+        });
+        inv.arg(season.map(Id::as_str).unwrap_or(""))
+            .arg(self.clock.arg());
+        match what {
+            Read::Top { offset, limit } => {
+                inv.arg(offset).arg(limit);
+            }
+            Read::Player(p) => {
+                inv.arg(p.as_str());
+            }
+            Read::Around { player, radius } => {
+                inv.arg(player.as_str()).arg(radius);
+            }
+            Read::Players(ps) => {
+                for p in ps {
+                    inv.arg(p.as_str());
+                }
+            }
+        }
+        let reply: Value = inv.invoke_async(&mut c).await?;
+        let r = split_reply(reply)?;
+        let n = |i: usize| {
+            r.get(i)
+                .and_then(as_i64)
+                .ok_or_else(|| bad_reply("read field"))
+        };
+        let season = r
+            .first()
+            .and_then(as_string)
+            .ok_or_else(|| bad_reply("season"))?;
+        let (total, seq) = (n(1)? as u64, n(2)? as u64);
+        let mut entries = r[3..]
+            .chunks_exact(5)
+            .map(|e| {
+                Some(Entry {
+                    player: as_string(&e[0])?,
+                    score: as_i64(&e[1])?,
+                    rank: as_i64(&e[2])? as u64,
+                    name: as_string(&e[3]).filter(|n| !n.is_empty()),
+                    reached_ms: as_i64(&e[4]).filter(|t| *t >= 0),
+                })
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad_reply("entry"))?;
+        if matches!(what, Read::Players(_)) {
+            // Friends are shown as a small leaderboard of their own.
+            entries.sort_by_key(|e| e.rank);
+        }
+        Ok(Page {
+            season,
+            total,
+            seq,
+            entries,
+        })
+    }
+
+    pub async fn seasons(&self, board: &Id) -> AppResult<Vec<SeasonInfo>> {
+        // The current season comes from the same rules as every read.
+        let current = self
+            .read(
+                board,
+                None,
+                Read::Top {
+                    offset: 0,
+                    limit: 0,
+                },
+            )
+            .await?
+            .season;
+        let mut c = self.conn.clone();
+        let listed: Vec<(String, f64)> = c.zrange_withscores(keys::seasons(board), 0, -1).await?;
+        let mut out: Vec<SeasonInfo> = listed
+            .into_iter()
+            .map(|(season, start)| SeasonInfo {
+                current: season == current,
+                season,
+                start_ms: start as i64,
+            })
+            .collect();
+        if !out.iter().any(|s| s.current) {
+            // A calendar season nobody has scored in yet.
+            out.push(SeasonInfo {
+                season: current,
+                start_ms: -1,
+                current: true,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Starts a named season on a `never` board. Returns (season, start_ms, previous season).
+    pub async fn rollover(&self, board: &Id, season: &Id) -> AppResult<(String, i64, String)> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::ROLLOVER
+            .key(keys::config(board))
+            .arg(season.as_str())
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = split_reply(reply)?;
+        let s = |i: usize| {
+            r.get(i)
+                .and_then(as_string)
+                .ok_or_else(|| bad_reply("rollover"))
+        };
+        Ok((s(0)?, r.get(1).and_then(as_i64).unwrap_or(0), s(2)?))
+    }
+
+    /// Removes a player from the current season; false if they were not on it.
+    pub async fn remove(&self, board: &Id, player: &Id) -> AppResult<bool> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::REMOVE
+            .key(keys::config(board))
+            .arg(player.as_str())
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = split_reply(reply)?;
+        Ok(r.first().and_then(as_i64) == Some(1))
+    }
+
+    /// The audit stream, newest first.
+    pub async fn log(&self, board: &Id, count: usize) -> AppResult<Vec<serde_json::Value>> {
+        self.board(board).await?;
+        let mut c = self.conn.clone();
+        let reply: redis::streams::StreamRangeReply =
+            c.xrevrange_count(keys::log(board), "+", "-", count).await?;
+        Ok(reply
+            .ids
+            .into_iter()
+            .map(|e| {
+                let mut obj = serde_json::Map::new();
+                obj.insert("stream_id".into(), e.id.clone().into());
+                for (k, v) in &e.map {
+                    let s = as_string(v).unwrap_or_default();
+                    let v = match s.parse::<i64>() {
+                        Ok(n) if k != "player" && k != "id" && k != "season" => n.into(),
+                        _ => s.into(),
+                    };
+                    obj.insert(k.clone(), v);
+                }
+                serde_json::Value::Object(obj)
+            })
+            .collect())
+    }
+}

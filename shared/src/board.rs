@@ -1,0 +1,208 @@
+//! A board's configuration (DESIGN §3): how points combine, how ties break, how ranks are
+//! counted and when seasons turn over. The same type is read from the config file, from
+//! `PUT /admin/boards/{board}`, stored as JSON in `lb:{<board>}:config` (where the submission
+//! script reads it) and listed by `GET /v1/boards`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::Codec;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Higher is better.
+    #[default]
+    Desc,
+    /// Lower is better (speedruns).
+    Asc,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// Add the points to the player's score (ZINCRBY).
+    #[default]
+    Incr,
+    /// Keep the better of the old and the new score.
+    Best,
+    /// Overwrite the score.
+    Set,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum TieBreak {
+    /// Equal scores in Redis's member order.
+    #[default]
+    None,
+    /// Whoever reached the score first ranks higher.
+    Earliest,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Ranking {
+    /// 1, 2, 3, 4.
+    #[default]
+    Ordinal,
+    /// Equal points share a rank: 1, 2, 2, 4.
+    Shared,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Reset {
+    #[default]
+    Never,
+    Daily,
+    Weekly,
+    Monthly,
+}
+
+impl Reset {
+    /// The longest a season of this kind lasts, in ms (`None`: unbounded).
+    pub fn max_len_ms(self) -> Option<i64> {
+        const DAY: i64 = 86_400_000;
+        match self {
+            Reset::Never => None,
+            Reset::Daily => Some(DAY),
+            Reset::Weekly => Some(7 * DAY),
+            Reset::Monthly => Some(31 * DAY),
+        }
+    }
+}
+
+/// A sliding-window limit: at most `limit` submissions per `window_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SubmitLimit {
+    pub limit: u32,
+    pub window_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct BoardConfig {
+    pub order: Order,
+    pub op: Op,
+    pub tie_break: TieBreak,
+    pub resolution_ms: u64,
+    pub time_bits: u32,
+    pub ranking: Ranking,
+    pub reset: Reset,
+    pub keep_seasons: u32,
+    pub max_points_per_submit: Option<i64>,
+    pub submit_limit: Option<SubmitLimit>,
+    pub rewards_top: u32,
+}
+
+impl Default for BoardConfig {
+    fn default() -> Self {
+        BoardConfig {
+            order: Order::Desc,
+            op: Op::Incr,
+            tie_break: TieBreak::None,
+            resolution_ms: 1000,
+            time_bits: 26,
+            ranking: Ranking::Ordinal,
+            reset: Reset::Never,
+            keep_seasons: 12,
+            max_points_per_submit: None,
+            submit_limit: None,
+            rewards_top: 0,
+        }
+    }
+}
+
+impl BoardConfig {
+    /// Checks the fields against each other; the message says what to change.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.resolution_ms == 0 || self.resolution_ms > 86_400_000 {
+            return Err("resolution_ms must be 1..=86400000".into());
+        }
+        if !(1..=52).contains(&self.time_bits) {
+            return Err("time_bits must be 1..=52".into());
+        }
+        if self.keep_seasons > 1000 {
+            return Err("keep_seasons must be at most 1000".into());
+        }
+        if let Some(m) = self.max_points_per_submit {
+            if !(1..=crate::MAX_POINTS).contains(&m) {
+                return Err("max_points_per_submit must be 1..=2^53-1".into());
+            }
+        }
+        if let Some(l) = self.submit_limit {
+            if l.limit == 0 || l.window_ms == 0 || l.window_ms > 86_400_000 * 31 {
+                return Err("submit_limit needs limit >= 1 and window_ms 1..=2678400000".into());
+            }
+        }
+        if self.rewards_top > 10_000 {
+            return Err("rewards_top must be at most 10000".into());
+        }
+        if self.tie_break == TieBreak::Earliest {
+            if let Some(len) = self.reset.max_len_ms() {
+                let clock = (1i128 << self.time_bits) * self.resolution_ms as i128;
+                if clock < len as i128 {
+                    return Err(format!(
+                        "a {:?} season lasts up to {len} ms but the tie-break clock (2^time_bits x resolution_ms) covers only {clock} ms",
+                        self.reset
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The codec that packs this board's scores.
+    pub fn codec(&self) -> Codec {
+        match self.tie_break {
+            TieBreak::None => Codec::plain(self.order),
+            TieBreak::Earliest => Codec::earliest(self.order, self.time_bits),
+        }
+    }
+
+    /// Whether changing from `self` to `new` would reinterpret stored scores.
+    pub fn reinterprets(&self, new: &BoardConfig) -> bool {
+        self.order != new.order
+            || self.tie_break != new.tie_break
+            || self.resolution_ms != new.resolution_ms
+            || self.time_bits != new.time_bits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_design() {
+        let c: BoardConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(c, BoardConfig::default());
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn refuses_a_season_longer_than_the_tie_break_clock() {
+        let c = BoardConfig {
+            tie_break: TieBreak::Earliest,
+            reset: Reset::Monthly,
+            time_bits: 20,
+            resolution_ms: 1000,
+            ..Default::default()
+        };
+        assert!(c.validate().is_err());
+        assert!(BoardConfig { time_bits: 26, ..c }.validate().is_ok());
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        assert!(serde_json::from_str::<BoardConfig>(r#"{"max_point_per_submit":3}"#).is_err());
+    }
+}

@@ -1,0 +1,1109 @@
+//! Leaderboards through the HTTP API and the library: the article's examples, ties,
+//! precision, seasons, concurrency and bad input (issue 2).
+
+use std::time::Duration;
+
+use chrono::{Datelike, TimeZone, Utc};
+use reqwest::Method;
+use scorecast_server::clock::Clock;
+use scorecast_server::limiter::{Algorithm, Limiter, Policy};
+use scorecast_server::store::{Read, Submission};
+use scorecast_shared::{BoardConfig, Codec, ErrorCode, Id, Order};
+use scorecast_tests::*;
+use serde_json::{json, Value};
+
+fn id(s: &str) -> Id {
+    Id::parse(s).unwrap()
+}
+
+fn players(v: &Value) -> Vec<(String, i64)> {
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["player"].as_str().unwrap().to_owned(),
+                e["score"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn ranks(v: &Value) -> Vec<u64> {
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["rank"].as_u64().unwrap())
+        .collect()
+}
+
+/// The article's `leaderboardOrdersByScoreDescending`: top 2 is bob, alice; alice is 2nd; an
+/// absent player has no rank (404).
+#[tokio::test]
+async fn leaderboard_orders_by_score_descending() {
+    let app = spawn_app().await;
+    app.board("game-2048", json!({})).await;
+    app.score("game-2048", "alice", 120).await;
+    app.score("game-2048", "bob", 95).await;
+    app.score("game-2048", "bob", 60).await;
+
+    let top = app.get("/v1/boards/game-2048/top?limit=2").await;
+    assert_eq!(
+        players(&top.body),
+        [("bob".into(), 155), ("alice".into(), 120)]
+    );
+    let alice = app.get("/v1/boards/game-2048/players/alice").await;
+    assert_eq!(alice.body["rank"], 2);
+    let nobody = app.get("/v1/boards/game-2048/players/nobody").await;
+    assert_eq!((nobody.status.as_u16(), nobody.code()), (404, "not_found"));
+}
+
+/// DESIGN §3: alice +120, bob +95, carol +150, bob +60 → bob 155, carol 150, alice 120;
+/// alice's rank is 3, her percentile 33.3.
+#[tokio::test]
+async fn article_example_through_http() {
+    let app = spawn_app().await;
+    app.board("b", json!({})).await;
+    for (p, n) in [("alice", 120), ("bob", 95), ("carol", 150)] {
+        app.score("b", p, n).await;
+    }
+    let last = app.score("b", "bob", 60).await;
+    assert_eq!(
+        (
+            last["score"].as_i64(),
+            last["rank"].as_u64(),
+            last["previous_rank"].as_u64()
+        ),
+        (Some(155), Some(1), Some(3))
+    );
+
+    let top = app.get("/v1/boards/b/top?limit=3").await;
+    assert_eq!(top.status, 200);
+    assert_eq!(top.body["total"], 3);
+    assert_eq!(top.body["season"], "all");
+    assert_eq!(
+        players(&top.body),
+        [
+            ("bob".into(), 155),
+            ("carol".into(), 150),
+            ("alice".into(), 120)
+        ]
+    );
+    assert_eq!(ranks(&top.body), [1, 2, 3]);
+    let alice = app.get("/v1/boards/b/players/alice").await;
+    assert_eq!(alice.body["rank"], 3);
+    assert_eq!(alice.body["score"], 120);
+    assert_eq!(alice.body["percentile"], 33.3);
+    assert_eq!(top.headers["access-control-allow-origin"], "*");
+}
+
+/// The article's `rateLimiterRejectsAfterLimit`: 3 per 10 s, the fourth is refused, another
+/// customer is allowed.
+#[tokio::test]
+async fn rate_limiter_rejects_after_limit() {
+    let app = spawn_app().await;
+    let limiter = app.state.limiter.clone();
+    let policy = Policy {
+        name: "api".into(),
+        algorithm: Algorithm::SlidingLog,
+        limit: 3,
+        window_ms: 10_000,
+    };
+    for _ in 0..3 {
+        assert!(limiter.try_acquire(&policy, "c-42").await.unwrap().allowed);
+    }
+    let fourth = limiter.try_acquire(&policy, "c-42").await.unwrap();
+    assert!(!fourth.allowed);
+    assert!(fourth.retry_after_ms > 0 && fourth.retry_after_ms <= 10_000);
+    assert_eq!(fourth.remaining, 0);
+    assert!(limiter.try_acquire(&policy, "c-99").await.unwrap().allowed);
+}
+
+/// The sliding case with the article's MutableClock: once the clock moves by the window, the
+/// customer is allowed again; half a window is not enough.
+#[tokio::test]
+async fn rate_limiter_window_slides_with_injected_clock() {
+    let redis = start_redis();
+    let conn = scorecast_server::startup::connect(&redis.url())
+        .await
+        .unwrap();
+    let clock = Clock::manual(1_700_000_000_000);
+    let limiter = Limiter::new(conn, clock.clone());
+    for algorithm in [Algorithm::SlidingLog, Algorithm::Gcra] {
+        let policy = Policy {
+            name: format!("{algorithm:?}"),
+            algorithm,
+            limit: 3,
+            window_ms: 10_000,
+        };
+        for _ in 0..3 {
+            assert!(
+                limiter.try_acquire(&policy, "c-42").await.unwrap().allowed,
+                "{algorithm:?}"
+            );
+        }
+        let refused = limiter.try_acquire(&policy, "c-42").await.unwrap();
+        assert!(!refused.allowed, "{algorithm:?}");
+        clock.advance(1_000);
+        assert!(
+            !limiter.try_acquire(&policy, "c-42").await.unwrap().allowed,
+            "{algorithm:?}"
+        );
+        clock.advance(9_000);
+        assert!(
+            limiter.try_acquire(&policy, "c-42").await.unwrap().allowed,
+            "{algorithm:?} after the window"
+        );
+    }
+}
+
+/// Two requests in the same millisecond are two entries (members are unique, not the time).
+#[tokio::test]
+async fn sliding_log_counts_requests_in_the_same_millisecond() {
+    let redis = start_redis();
+    let conn = scorecast_server::startup::connect(&redis.url())
+        .await
+        .unwrap();
+    let limiter = Limiter::new(conn, Clock::manual(5_000));
+    let policy = Policy {
+        name: "same-ms".into(),
+        algorithm: Algorithm::SlidingLog,
+        limit: 2,
+        window_ms: 1000,
+    };
+    assert!(limiter.try_acquire(&policy, "x").await.unwrap().allowed);
+    assert!(limiter.try_acquire(&policy, "x").await.unwrap().allowed);
+    assert!(!limiter.try_acquire(&policy, "x").await.unwrap().allowed);
+}
+
+/// Ties on a `desc` board without tie-break follow Redis's member order: zoe before anna.
+#[tokio::test]
+async fn ties_without_tie_break_follow_redis_order() {
+    let app = spawn_app().await;
+    app.board("t", json!({})).await;
+    app.score("t", "anna", 100).await;
+    app.score("t", "zoe", 100).await;
+    let top = app.get("/v1/boards/t/top").await;
+    assert_eq!(
+        players(&top.body),
+        [("zoe".into(), 100), ("anna".into(), 100)]
+    );
+}
+
+/// `earliest`: whoever reached the score first ranks higher, also after increments, and the
+/// time a score was reached is reported.
+#[tokio::test]
+async fn earliest_tie_break_ranks_who_got_there_first() {
+    let clock = Clock::manual(1_700_000_000_000);
+    let app = spawn_app_with(|_| {}, clock.clone()).await;
+    app.board("e", json!({"tie_break": "earliest", "resolution_ms": 1000}))
+        .await;
+    app.score("e", "zoe", 50).await;
+    clock.advance(2_000);
+    app.score("e", "anna", 100).await;
+    clock.advance(2_000);
+    app.score("e", "zoe", 50).await; // zoe reaches 100 later than anna
+    let top = app.get("/v1/boards/e/top").await;
+    assert_eq!(
+        players(&top.body),
+        [("anna".into(), 100), ("zoe".into(), 100)]
+    );
+    assert_eq!(top.body["entries"][0]["reached_ms"], 1_700_000_002_000i64);
+    assert_eq!(top.body["entries"][1]["reached_ms"], 1_700_000_004_000i64);
+
+    // And on an ascending (speedrun) board with op best: the first to post the time wins.
+    app.board(
+        "run",
+        json!({"tie_break": "earliest", "order": "asc", "op": "best"}),
+    )
+    .await;
+    app.score("run", "zed", 9000).await;
+    clock.advance(1000);
+    app.score("run", "amy", 9000).await;
+    clock.advance(1000);
+    app.score("run", "zed", 9500).await; // worse time: kept 9000 and its time
+    let top = app.get("/v1/boards/run/top").await;
+    assert_eq!(
+        players(&top.body),
+        [("zed".into(), 9000), ("amy".into(), 9000)]
+    );
+}
+
+/// `shared` ranking: equal points share a rank: 1, 2, 2, 4 — in top, player and around reads.
+#[tokio::test]
+async fn shared_ranking_gives_1_2_2_4() {
+    let app = spawn_app().await;
+    for tb in ["none", "earliest"] {
+        let b = format!("s-{tb}");
+        app.board(&b, json!({"ranking": "shared", "tie_break": tb}))
+            .await;
+        for (p, n) in [("a", 300), ("b", 200), ("c", 200), ("d", 100)] {
+            app.score(&b, p, n).await;
+        }
+        let top = app.get(&format!("/v1/boards/{b}/top")).await;
+        assert_eq!(ranks(&top.body), [1, 2, 2, 4], "{tb}");
+        let page2 = app
+            .get(&format!("/v1/boards/{b}/top?offset=2&limit=2"))
+            .await;
+        assert_eq!(ranks(&page2.body), [2, 4], "{tb}");
+        for p in ["b", "c"] {
+            assert_eq!(
+                app.get(&format!("/v1/boards/{b}/players/{p}")).await.body["rank"],
+                2,
+                "{tb} {p}"
+            );
+        }
+    }
+}
+
+/// The largest exact total is accepted; one more is refused and the board is unchanged.
+#[tokio::test]
+async fn precision_limit_is_enforced_not_rounded() {
+    let app = spawn_app().await;
+    app.board("p", json!({})).await;
+    let max = (1i64 << 53) - 1;
+    app.score("p", "x", max - 10).await;
+    let ok = app.score("p", "x", 10).await;
+    assert_eq!(ok["score"], max);
+    let before = app.dump().await;
+    let r = app
+        .admin(
+            Method::POST,
+            "/admin/boards/p/players/x/score",
+            json!({"points": 1}),
+        )
+        .await;
+    assert_eq!((r.status.as_u16(), r.code()), (400, "score_out_of_range"));
+    assert_eq!(app.dump().await, before);
+    assert_eq!(app.get("/v1/boards/p/players/x").await.body["score"], max);
+
+    // With the tie-break packing the range is 0 ..= 2^(53-T) - 1.
+    app.board("pe", json!({"tie_break": "earliest", "time_bits": 26}))
+        .await;
+    let top = (1i64 << 27) - 1;
+    assert_eq!(app.score("pe", "y", top).await["score"], top);
+    let before = app.dump().await;
+    let r = app
+        .admin(
+            Method::POST,
+            "/admin/boards/pe/players/y/score",
+            json!({"points": 1}),
+        )
+        .await;
+    assert_eq!(r.code(), "score_out_of_range");
+    assert_eq!(app.dump().await, before);
+}
+
+/// 8 tasks × 250 increments of 1 to one player end at exactly 2000 (atomic read-then-write).
+#[tokio::test]
+async fn concurrent_increments_are_atomic() {
+    let app = spawn_app().await;
+    app.board("race", json!({})).await;
+    let mut tasks = Vec::new();
+    for t in 0..8 {
+        let st = app.state.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..250 {
+                let s = Submission {
+                    board: id("race"),
+                    player: id("p"),
+                    id: id(&format!("t{t}-{i}")),
+                    points: 1,
+                    op: None,
+                    name: None,
+                    skip_limit: false,
+                };
+                st.submit(&s).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(
+        app.get("/v1/boards/race/players/p").await.body["score"],
+        2000
+    );
+}
+
+/// 8 tasks submitting the same id count it once; every answer carries the first result, and
+/// exactly one is not a duplicate.
+#[tokio::test]
+async fn same_submission_id_counts_once() {
+    let app = spawn_app().await;
+    app.board("dup", json!({})).await;
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let st = app.state.clone();
+        tasks.push(tokio::spawn(async move {
+            let s = Submission {
+                board: id("dup"),
+                player: id("p"),
+                id: id("c-17"),
+                points: 60,
+                op: None,
+                name: None,
+                skip_limit: false,
+            };
+            st.submit(&s).await.unwrap()
+        }));
+    }
+    let mut firsts = 0;
+    for t in tasks {
+        let a = t.await.unwrap();
+        assert_eq!((a.score, a.rank), (60, 1));
+        firsts += usize::from(!a.duplicate);
+    }
+    assert_eq!(firsts, 1);
+    assert_eq!(app.get("/v1/boards/dup/players/p").await.body["score"], 60);
+    // The same id for another player is another submission.
+    let other = Submission {
+        board: id("dup"),
+        player: id("q"),
+        id: id("c-17"),
+        points: 5,
+        op: None,
+        name: None,
+        skip_limit: false,
+    };
+    assert!(!app.state.submit(&other).await.unwrap().duplicate);
+}
+
+/// The board's submit_limit refuses the (limit+1)th submission with retry_after, changes
+/// nothing, and a retried success is answered from dedup, never rate_limited.
+#[tokio::test]
+async fn submit_limit_and_dedup_order() {
+    let clock = Clock::manual(1_700_000_000_000);
+    let app = spawn_app_with(|_| {}, clock.clone()).await;
+    app.board(
+        "lim",
+        json!({"submit_limit": {"limit": 2, "window_ms": 1000}, "max_points_per_submit": 100}),
+    )
+    .await;
+    let sub = |sid: &str, points: i64| Submission {
+        board: id("lim"),
+        player: id("p"),
+        id: id(sid),
+        points,
+        op: None,
+        name: None,
+        skip_limit: false,
+    };
+    app.state.submit(&sub("a", 1)).await.unwrap();
+    app.state.submit(&sub("b", 1)).await.unwrap();
+    let before = app.dump().await;
+    let e = app.state.submit(&sub("c", 1)).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::RateLimited);
+    assert_eq!(e.retry_after_ms(), Some(1000));
+    assert_eq!(
+        app.dump().await,
+        before,
+        "a refused submission changes nothing"
+    );
+    let again = app.state.submit(&sub("b", 1)).await.unwrap();
+    assert!(again.duplicate, "dedup comes before the limiter");
+    // Too many points for this board: refused whatever the limiter says.
+    clock.advance(1000);
+    let e = app.state.submit(&sub("d", 101)).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::PointsOutOfRange);
+    assert_eq!(app.state.submit(&sub("e", 100)).await.unwrap().score, 102);
+}
+
+/// `op: best` keeps the better score, `op: set` overwrites; the admin may override the op.
+#[tokio::test]
+async fn ops_best_and_set() {
+    let app = spawn_app().await;
+    app.board("best", json!({"op": "best"})).await;
+    app.score("best", "p", 50).await;
+    assert_eq!(app.score("best", "p", 40).await["score"], 50);
+    assert_eq!(app.score("best", "p", 70).await["score"], 70);
+    let r = app
+        .admin(
+            Method::POST,
+            "/admin/boards/best/players/p/score",
+            json!({"points": 5, "op": "set"}),
+        )
+        .await;
+    assert_eq!(r.body["score"], 5);
+    app.board("asc", json!({"op": "best", "order": "asc"}))
+        .await;
+    app.score("asc", "p", 50).await;
+    assert_eq!(app.score("asc", "p", 60).await["score"], 50);
+    assert_eq!(app.score("asc", "p", 30).await["score"], 30);
+}
+
+/// Around a player: 2r+1 rows even at the edges; friends: only present ids, in rank order.
+#[tokio::test]
+async fn around_and_friends() {
+    let app = spawn_app().await;
+    app.board("ar", json!({})).await;
+    for i in 1..=10 {
+        app.score("ar", &format!("p{i:02}"), i * 10).await;
+    }
+    let mid = app.get("/v1/boards/ar/players/p05/around?radius=2").await;
+    assert_eq!(ranks(&mid.body), [4, 5, 6, 7, 8]);
+    let top = app.get("/v1/boards/ar/players/p10/around?radius=2").await;
+    assert_eq!(ranks(&top.body), [1, 2, 3, 4, 5]);
+    let bottom = app.get("/v1/boards/ar/players/p01/around?radius=2").await;
+    assert_eq!(ranks(&bottom.body), [6, 7, 8, 9, 10]);
+    let all = app.get("/v1/boards/ar/players/p01/around?radius=25").await;
+    assert_eq!(all.body["entries"].as_array().unwrap().len(), 10);
+    let absent = app.get("/v1/boards/ar/players/zz/around").await;
+    assert_eq!(absent.body["entries"], json!([]));
+    let friends = app.get("/v1/boards/ar/players?ids=p02,zz,p09").await;
+    assert_eq!(
+        players(&friends.body),
+        [("p09".into(), 90), ("p02".into(), 20)]
+    );
+}
+
+/// Display names from the token's `name` claim appear in reads.
+#[tokio::test]
+async fn names_come_from_the_submission() {
+    let app = spawn_app().await;
+    app.board("n", json!({})).await;
+    let s = Submission {
+        board: id("n"),
+        player: id("alice"),
+        id: id("1"),
+        points: 3,
+        op: None,
+        name: Some("Alice A.".into()),
+        skip_limit: false,
+    };
+    app.state.submit(&s).await.unwrap();
+    let top = app.get("/v1/boards/n/top").await;
+    assert_eq!(top.body["entries"][0]["name"], "Alice A.");
+}
+
+/// Manual seasons on a `never` board: rollover starts a new season, the old one stays readable
+/// with `season=`, duplicates and calendar boards are refused with `conflict`.
+#[tokio::test]
+async fn manual_rollover_keeps_past_seasons_readable() {
+    let app = spawn_app().await;
+    app.board("m", json!({})).await;
+    app.score("m", "a", 10).await;
+    let r = app
+        .admin(
+            Method::POST,
+            "/admin/boards/m/rollover",
+            json!({"season": "s2"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["previous_season"], "all");
+    app.score("m", "b", 5).await;
+    let cur = app.get("/v1/boards/m/top").await;
+    assert_eq!(
+        (cur.body["season"].as_str(), players(&cur.body)),
+        (Some("s2"), vec![("b".into(), 5)])
+    );
+    let old = app.get("/v1/boards/m/top?season=all").await;
+    assert_eq!(players(&old.body), [("a".into(), 10)]);
+    let seasons = app.get("/v1/boards/m/seasons").await;
+    let names: Vec<_> = seasons.body["seasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["season"].as_str().unwrap().to_owned(),
+                s["current"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(names, [("all".into(), false), ("s2".into(), true)]);
+    let again = app
+        .admin(
+            Method::POST,
+            "/admin/boards/m/rollover",
+            json!({"season": "s2"}),
+        )
+        .await;
+    assert_eq!(again.code(), "conflict");
+    let unknown = app.get("/v1/boards/m/top?season=s9").await;
+    assert_eq!(
+        (unknown.status.as_u16(), unknown.code()),
+        (404, "unknown_season")
+    );
+    app.board("cal", json!({"reset": "daily"})).await;
+    let refused = app
+        .admin(
+            Method::POST,
+            "/admin/boards/cal/rollover",
+            json!({"season": "x"}),
+        )
+        .await;
+    assert_eq!(refused.code(), "conflict");
+}
+
+/// Calendar seasons come from the clock inside the script: at the UTC boundary the next
+/// submission lands in the next season, the old one stays readable, and only keep_seasons
+/// past seasons are kept.
+#[tokio::test]
+async fn daily_seasons_turn_over_exactly_at_midnight_utc() {
+    let midnight = Utc
+        .with_ymd_and_hms(2026, 3, 1, 0, 0, 0)
+        .unwrap()
+        .timestamp_millis();
+    let clock = Clock::manual(midnight - 1);
+    let app = spawn_app_with(|_| {}, clock.clone()).await;
+    app.board("d", json!({"reset": "daily", "keep_seasons": 1}))
+        .await;
+    assert_eq!(app.score("d", "a", 1).await["season"], "2026-02-28");
+    clock.advance(1);
+    assert_eq!(app.score("d", "a", 2).await["season"], "2026-03-01");
+    let old = app.get("/v1/boards/d/players/a?season=2026-02-28").await;
+    assert_eq!(old.body["score"], 1);
+    clock.advance(86_400_000);
+    app.score("d", "a", 3).await;
+    clock.advance(86_400_000);
+    app.score("d", "a", 4).await;
+    // current + 1 past season kept; the oldest ones are gone.
+    assert_eq!(
+        app.get("/v1/boards/d/top?season=2026-03-02").await.status,
+        200
+    );
+    assert_eq!(
+        app.get("/v1/boards/d/top?season=2026-02-28").await.code(),
+        "unknown_season"
+    );
+    let mut c = app.redis_conn().await;
+    let exists: bool = redis::cmd("EXISTS")
+        .arg("lb:{d}:s:2026-02-28")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert!(!exists);
+}
+
+/// The Lua calendar (season names) agrees with chrono on random instants, weekly and monthly.
+#[tokio::test]
+async fn lua_calendar_agrees_with_chrono() {
+    let clock = Clock::manual(0);
+    let app = spawn_app_with(|_| {}, clock.clone()).await;
+    app.board("w", json!({"reset": "weekly"})).await;
+    app.board("mo", json!({"reset": "monthly"})).await;
+    let mut x: u64 = 0x2545F4914F6CDD1D;
+    for _ in 0..150 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let ms = (x % 4_102_444_800_000) as i64; // 1970 ..= 2100
+        clock.set(ms);
+        let t = Utc.timestamp_millis_opt(ms).unwrap();
+        let week = t.iso_week();
+        let want_w = format!("{:04}-W{:02}", week.year(), week.week());
+        let want_m = format!("{:04}-{:02}", t.year(), t.month());
+        let got_w = app
+            .state
+            .store
+            .read(
+                &id("w"),
+                None,
+                Read::Top {
+                    offset: 0,
+                    limit: 0,
+                },
+            )
+            .await
+            .unwrap()
+            .season;
+        let got_m = app
+            .state
+            .store
+            .read(
+                &id("mo"),
+                None,
+                Read::Top {
+                    offset: 0,
+                    limit: 0,
+                },
+            )
+            .await
+            .unwrap()
+            .season;
+        assert_eq!((got_w, got_m), (want_w, want_m), "at {t}");
+    }
+}
+
+/// The Lua packing and the Rust codec agree on random points and times (both orders).
+#[tokio::test]
+async fn lua_and_rust_codecs_agree() {
+    let start = 1_700_000_000_000i64;
+    let clock = Clock::manual(start);
+    let app = spawn_app_with(|_| {}, clock.clone()).await;
+    let mut c = app.redis_conn().await;
+    let mut x: u64 = 0x9E3779B97F4A7C15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for (b, order) in [("cd", Order::Desc), ("ca", Order::Asc)] {
+        for bits in [8u32, 26, 40] {
+            let board = format!("{b}{bits}");
+            clock.set(start); // the season `all` starts when the board is created
+            let cfg: BoardConfig = serde_json::from_value(json!({"tie_break": "earliest", "op": "set", "order": order, "time_bits": bits, "resolution_ms": 1})).unwrap();
+            app.board(&board, serde_json::to_value(&cfg).unwrap()).await;
+            let codec = Codec::earliest(order, bits);
+            for i in 0..40 {
+                let points = (next() % (codec.max_points() as u64 + 1)) as i64;
+                let t = (next() % (1u64 << bits.min(30))) as i64;
+                clock.set(start + t);
+                let r = app
+                    .admin(
+                        Method::POST,
+                        &format!("/admin/boards/{board}/players/p{i}/score"),
+                        json!({"points": points}),
+                    )
+                    .await;
+                assert_eq!(r.body["score"], points);
+                let raw: f64 = redis::cmd("ZSCORE")
+                    .arg(format!("lb:{{{board}}}:s:all"))
+                    .arg(format!("p{i}"))
+                    .query_async(&mut c)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    raw,
+                    codec.encode(points, t).unwrap(),
+                    "{board} points {points} t {t}"
+                );
+                assert_eq!(codec.decode(raw).unwrap(), (points, t));
+            }
+        }
+    }
+}
+
+/// Changing how stored scores are read is refused once a board has scores; other changes pass.
+#[tokio::test]
+async fn config_change_that_reinterprets_scores_is_refused() {
+    let app = spawn_app().await;
+    app.board("c", json!({})).await;
+    app.board("c", json!({"order": "asc"})).await; // no scores yet: fine
+    app.score("c", "a", 1).await;
+    let before = app.dump().await;
+    let r = app
+        .admin(Method::PUT, "/admin/boards/c", json!({"order": "desc"}))
+        .await;
+    assert_eq!((r.status.as_u16(), r.code()), (409, "conflict"));
+    assert_eq!(app.dump().await, before);
+    let ok = app
+        .admin(
+            Method::PUT,
+            "/admin/boards/c",
+            json!({"order": "asc", "max_points_per_submit": 5}),
+        )
+        .await;
+    assert_eq!(ok.status, 200);
+    let bad = app
+        .admin(
+            Method::PUT,
+            "/admin/boards/c2",
+            json!({"tie_break": "earliest", "reset": "monthly", "time_bits": 20}),
+        )
+        .await;
+    assert_eq!(bad.code(), "bad_request");
+    let list = app.get("/v1/boards").await;
+    let ids: Vec<_> = list.body["boards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["c"]);
+}
+
+/// The audit log lists accepted submissions newest first; DELETE removes a player.
+#[tokio::test]
+async fn audit_log_and_delete() {
+    let app = spawn_app().await;
+    app.board("l", json!({})).await;
+    app.score("l", "a", 5).await;
+    app.score("l", "b", 7).await;
+    let log = app
+        .call(Method::GET, "/admin/boards/l/log?count=10", None, true)
+        .await;
+    let entries = log.body["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(
+        (entries[0]["player"].as_str(), entries[0]["points"].as_i64()),
+        (Some("b"), Some(7))
+    );
+    let del = app
+        .call(Method::DELETE, "/admin/boards/l/players/a", None, true)
+        .await;
+    assert_eq!(del.status, 204);
+    assert_eq!(app.get("/v1/boards/l/players/a").await.status, 404);
+    assert_eq!(
+        app.call(Method::DELETE, "/admin/boards/l/players/a", None, true)
+            .await
+            .status,
+        404
+    );
+}
+
+/// Every class of bad input gets its code and changes nothing in Redis.
+#[tokio::test]
+async fn bad_input_is_refused_and_changes_nothing() {
+    let app = spawn_app().await;
+    app.board("b", json!({"max_points_per_submit": 1000})).await;
+    app.score("b", "alice", 10).await;
+    let before = app.dump().await;
+    let score = |board: &str, player: &str| format!("/admin/boards/{board}/players/{player}/score");
+    let long = "a".repeat(65);
+    /// method, path, body, with the admin token, expected status and code.
+    type Case = (Method, String, Option<Value>, bool, u16, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            Method::POST,
+            score("b", "a%7Bb"),
+            Some(json!({"points": 1})),
+            true,
+            400,
+            "invalid_id",
+        ),
+        (
+            Method::POST,
+            score("b", "a:b"),
+            Some(json!({"points": 1})),
+            true,
+            400,
+            "invalid_id",
+        ),
+        (
+            Method::POST,
+            score("b", "a%20b"),
+            Some(json!({"points": 1})),
+            true,
+            400,
+            "invalid_id",
+        ),
+        (
+            Method::POST,
+            score("b", &long),
+            Some(json!({"points": 1})),
+            true,
+            400,
+            "invalid_id",
+        ),
+        (
+            Method::POST,
+            score("b%7D", "alice"),
+            Some(json!({"points": 1})),
+            true,
+            400,
+            "invalid_id",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({"points": 1, "id": ""})),
+            true,
+            400,
+            "invalid_id",
+        ),
+        (
+            Method::PUT,
+            "/admin/boards/x:y".into(),
+            Some(json!({})),
+            true,
+            400,
+            "invalid_id",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({"points": 1.5})),
+            true,
+            400,
+            "points_out_of_range",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({"points": "12"})),
+            true,
+            400,
+            "bad_request",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({"points": null})),
+            true,
+            400,
+            "bad_request",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({"points": 9007199254740992u64})),
+            true,
+            400,
+            "points_out_of_range",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({"points": -9007199254740992i64})),
+            true,
+            400,
+            "points_out_of_range",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({"points": 1e300})),
+            true,
+            400,
+            "points_out_of_range",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({"points": 1001})),
+            true,
+            400,
+            "points_out_of_range",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({})),
+            true,
+            400,
+            "bad_request",
+        ),
+        (
+            Method::POST,
+            score("nope", "alice"),
+            Some(json!({"points": 1})),
+            true,
+            404,
+            "unknown_board",
+        ),
+        (
+            Method::POST,
+            score("b", "alice"),
+            Some(json!({"points": 1})),
+            false,
+            401,
+            "unauthorized",
+        ),
+        (
+            Method::PUT,
+            "/admin/boards/b".into(),
+            Some(json!({"order": "sideways"})),
+            true,
+            400,
+            "bad_request",
+        ),
+        (
+            Method::PUT,
+            "/admin/boards/b".into(),
+            Some(json!({"max_points_per_submit": 0})),
+            true,
+            400,
+            "bad_request",
+        ),
+        (
+            Method::GET,
+            "/v1/boards/nope/top".into(),
+            None,
+            false,
+            404,
+            "unknown_board",
+        ),
+        (
+            Method::GET,
+            "/v1/boards/b/top?limit=0".into(),
+            None,
+            false,
+            400,
+            "bad_request",
+        ),
+        (
+            Method::GET,
+            "/v1/boards/b/top?limit=abc".into(),
+            None,
+            false,
+            400,
+            "bad_request",
+        ),
+        (
+            Method::GET,
+            "/v1/boards/b%7B/top".into(),
+            None,
+            false,
+            400,
+            "invalid_id",
+        ),
+        (
+            Method::POST,
+            "/v1/guest".into(),
+            Some(json!({"name": "ann"})),
+            false,
+            404,
+            "not_found",
+        ),
+    ];
+    for (method, path, body, admin, status, code) in cases {
+        let r = app.call(method.clone(), &path, body.clone(), admin).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (status, code),
+            "{method} {path} {body:?}"
+        );
+        assert_eq!(app.dump().await, before, "{method} {path} changed Redis");
+    }
+
+    // A wrong admin token, and a malformed JSON body.
+    let wrong = app
+        .http
+        .post(app.url(&score("b", "alice")))
+        .bearer_auth("x".repeat(43))
+        .json(&json!({"points": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let malformed = app
+        .http
+        .post(app.url(&score("b", "alice")))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "application/json")
+        .body("{\"points\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 400);
+    // A body above 64 KiB.
+    let big = json!({"points": 1, "pad": "x".repeat(70 * 1024)});
+    let r = app
+        .call(Method::POST, &score("b", "alice"), Some(big), true)
+        .await;
+    assert_eq!((r.status.as_u16(), r.code()), (413, "payload_too_large"));
+    assert_eq!(app.dump().await, before);
+}
+
+/// Public reads are limited per client address with the IETF headers on 429.
+#[tokio::test]
+async fn public_reads_are_rate_limited_per_address() {
+    let app = spawn_app_with(
+        |s| {
+            s.public_limit.limit = 3;
+            s.public_limit.window_ms = 60_000;
+        },
+        Clock::Redis,
+    )
+    .await;
+    app.board("b", json!({})).await;
+    for remaining in [2, 1, 0] {
+        let r = app.get("/v1/boards/b/top").await;
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.headers["ratelimit-remaining"],
+            remaining.to_string().as_str()
+        );
+    }
+    let r = app.get("/v1/boards/b/top").await;
+    assert_eq!((r.status.as_u16(), r.code()), (429, "rate_limited"));
+    let retry: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry));
+    assert_eq!(r.headers["ratelimit-limit"], "3");
+    assert_eq!(r.headers["ratelimit-remaining"], "0");
+    // Admin endpoints are not limited.
+    assert_eq!(app.score("b", "a", 1).await["score"], 1);
+}
+
+/// Ops endpoints: health, readiness (503 when Redis is gone), metrics, OpenAPI.
+#[tokio::test]
+async fn ops_endpoints() {
+    let mut app = spawn_app().await;
+    app.board("b", json!({})).await;
+    app.score("b", "a", 1).await;
+    assert_eq!(app.get("/healthz").await.status, 200);
+    assert_eq!(app.get("/readyz").await.status, 200);
+    let metrics = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("scorecast_submissions_total{outcome=\"ok\"}"),
+        "{metrics}"
+    );
+    let api = app.get("/openapi.json").await;
+    assert!(api.body["paths"]["/v1/boards/{board}/top"].is_object());
+    assert!(api.body["paths"]["/admin/boards/{board}/players/{player}/score"].is_object());
+    app.redis.kill();
+    let r = app.get("/readyz").await;
+    assert_eq!(r.status, 503);
+    let r = app
+        .admin(
+            Method::POST,
+            "/admin/boards/b/players/a/score",
+            json!({"points": 1}),
+        )
+        .await;
+    assert_eq!((r.status.as_u16(), r.code()), (503, "unavailable"));
+    app.redis.restart().unwrap();
+    // The connection manager reconnects by itself.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while app.get("/readyz").await.status != 200 {
+        assert!(std::time::Instant::now() < deadline, "no reconnect");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        app.get("/v1/boards/b/players/a").await.body["score"],
+        1,
+        "AOF kept the score"
+    );
+}
+
+/// The dev profile offers guest logins and the game-2048 board.
+#[tokio::test]
+async fn dev_profile_guest_login() {
+    let app = spawn_app_with(
+        |s| {
+            s.dev = true;
+            s.finish().unwrap();
+        },
+        Clock::Redis,
+    )
+    .await;
+    let r = app
+        .call(
+            Method::POST,
+            "/v1/guest",
+            Some(json!({"name": "ann"})),
+            false,
+        )
+        .await;
+    assert_eq!(r.body["player"], "guest-ann");
+    let player = app
+        .state
+        .tokens
+        .verify(r.body["token"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(player.id.as_str(), "guest-ann");
+    assert_eq!(app.get("/v1/boards/game-2048/top").await.status, 200);
+    let bad = app
+        .call(
+            Method::POST,
+            "/v1/guest",
+            Some(json!({"name": "a b"})),
+            false,
+        )
+        .await;
+    assert_eq!(bad.code(), "invalid_id");
+}

@@ -1,0 +1,129 @@
+//! `cargo xtask`: set-up and automation for Scorecast (DESIGN.md §1).
+//!
+//! ```text
+//! cargo xtask setup                  install what is missing (idempotent)
+//! cargo xtask wasm                   build `scorecast-shared` for the browser into web/pkg
+//! cargo xtask run [-- ARGS]          setup, wasm, then `scorecast --dev ARGS`
+//! cargo xtask test [--quick] [-- FILTER...]
+//!                                    setup, then fmt, clippy, wasm, every test
+//! cargo xtask bench [-- ARGS]        setup, then the load generator
+//! ```
+
+mod bench;
+mod setup;
+mod tasks;
+mod util;
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  setup                      install what is missing: redis-server, redis-benchmark,
+                             the wasm32 target, wasm-bindgen-cli (into .tools/)
+  setup --browser            the same, plus chromium, node and tests/browser/node_modules
+  wasm                       build scorecast-shared for wasm32 and bind it into web/pkg
+  run [-- ARGS]              setup, wasm, then start `scorecast --dev ARGS`
+  test [--quick] [-- FILTER] setup, then fmt, clippy (native and wasm32), wasm build,
+                             cargo test, wasm tests, browser tests;
+                             --quick runs `cargo test` only; FILTER goes to the test runners
+  bench [-- ARGS]            setup, then build and run the load generator with ARGS";
+
+fn main() -> ExitCode {
+    match try_main() {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn try_main() -> Result<ExitCode> {
+    let mut args = std::env::args().skip(1);
+    let Some(command) = args.next() else {
+        eprintln!("{USAGE}");
+        return Ok(ExitCode::FAILURE);
+    };
+    let rest: Vec<String> = args.collect();
+    let ctx = util::Ctx::new()?;
+
+    match command.as_str() {
+        "setup" => {
+            let (flags, extra) = split_flags(&rest, &["--browser"])?;
+            no_extra(&command, &extra)?;
+            let needs = if flags.contains(&"--browser") {
+                setup::Needs::everything()
+            } else {
+                setup::Needs::toolchain()
+            };
+            setup::run(&ctx, needs)?;
+        }
+        "wasm" => {
+            let (_, extra) = split_flags(&rest, &[])?;
+            no_extra(&command, &extra)?;
+            let tools = setup::run(&ctx, setup::Needs::toolchain())?;
+            tasks::wasm(&ctx, &tools)?;
+        }
+        "run" => {
+            let (_, extra) = split_flags(&rest, &[])?;
+            let tools = setup::run(&ctx, setup::Needs::toolchain())?;
+            tasks::wasm(&ctx, &tools)?;
+            // Only returns if the server could not be started.
+            tasks::run_server(&ctx, &tools, &extra)?;
+        }
+        "test" => {
+            let (flags, filter) = split_flags(&rest, &["--quick"])?;
+            let quick = flags.contains(&"--quick");
+            let needs = if quick {
+                setup::Needs::redis_only()
+            } else {
+                setup::Needs::everything()
+            };
+            let tools = setup::run(&ctx, needs)?;
+            tasks::test(&ctx, &tools, quick, &filter)?;
+        }
+        "bench" => {
+            let (_, extra) = split_flags(&rest, &[])?;
+            let tools = setup::run(&ctx, setup::Needs::redis_only())?;
+            if !bench::loadgen_exists(&ctx) {
+                eprintln!("bench: load generator not built yet");
+                return Ok(ExitCode::FAILURE);
+            }
+            bench::build_loadgen(&ctx)?;
+            bench::run_loadgen(&ctx, &tools, &extra)?;
+        }
+        "help" | "-h" | "--help" => println!("{USAGE}"),
+        other => bail!("unknown command `{other}`\n\n{USAGE}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Splits `args` into known flags (before `--`) and the pass-through arguments after `--`.
+/// Anything else before `--` is an error, so a typo never silently becomes a filter.
+fn split_flags<'a>(args: &[String], known: &[&'a str]) -> Result<(Vec<&'a str>, Vec<String>)> {
+    let mut flags = Vec::new();
+    let mut iter = args.iter();
+    for arg in iter.by_ref() {
+        if arg == "--" {
+            break;
+        }
+        match known.iter().find(|k| **k == arg) {
+            Some(k) => flags.push(*k),
+            None => bail!(
+                "unexpected argument `{arg}` (pass-through arguments go after `--`)\n\n{USAGE}"
+            ),
+        }
+    }
+    Ok((flags, iter.cloned().collect()))
+}
+
+fn no_extra(command: &str, extra: &[String]) -> Result<()> {
+    if !extra.is_empty() {
+        bail!("`{command}` takes no extra arguments, got {extra:?}");
+    }
+    Ok(())
+}
