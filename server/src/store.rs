@@ -2,10 +2,14 @@
 //! operation here is one script (see `lua/`) or one command, on the shared multiplexed
 //! connection.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Value};
 use scorecast_shared::{BoardConfig, Entry, ErrorCode, Id, Op};
 use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::clock::Clock;
 use crate::error::{AppError, AppResult, RateInfo};
@@ -15,7 +19,15 @@ use crate::{keys, scripts};
 pub struct Store {
     conn: ConnectionManager,
     clock: Clock,
+    /// One group-commit queue per board (see [`Store::submit`]).
+    batchers: Arc<Mutex<HashMap<Id, mpsc::UnboundedSender<Pending>>>>,
 }
+
+/// A submission waiting for its batch, and where its result goes.
+type Pending = (Submission, oneshot::Sender<AppResult<Accepted>>);
+
+/// The most submissions one script call applies.
+const MAX_BATCH: usize = 128;
 
 /// One score submission, from any front door (WebSocket, HTTP admin, jobs).
 #[derive(Clone, Debug)]
@@ -133,7 +145,11 @@ fn opt_rank(v: i64) -> Option<u64> {
 
 impl Store {
     pub fn new(conn: ConnectionManager, clock: Clock) -> Store {
-        Store { conn, clock }
+        Store {
+            conn,
+            clock,
+            batchers: Arc::default(),
+        }
     }
 
     pub fn clock(&self) -> &Clock {
@@ -195,45 +211,40 @@ impl Store {
     }
 
     /// Applies one submission atomically: dedup, limiter, op, tie-break, seq, audit log,
-    /// event — one script, one round trip (`lua/submit.lua`).
+    /// event (`lua/submit.lua`).
+    ///
+    /// Group commit (DESIGN §10): submissions to one board queue up while that board's previous
+    /// script call is in flight, and go together in the next call — one round trip and one
+    /// event for the lot, each with its own result. With no load, a batch is one submission.
     pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
-        let op = s.op.map(|op| match op {
-            Op::Incr => "incr",
-            Op::Best => "best",
-            Op::Set => "set",
-        });
-        let mut c = self.conn.clone();
-        let reply: Value = scripts::SUBMIT
-            .key(keys::config(&s.board))
-            .arg(s.player.as_str())
-            .arg(s.id.as_str())
-            .arg(s.points)
-            .arg(op.unwrap_or(""))
-            .arg(s.name.as_deref().unwrap_or(""))
-            .arg(self.clock.arg())
-            .arg(uuid::Uuid::new_v4().simple().to_string())
-            .arg(if s.skip_limit { "1" } else { "" })
-            .invoke_async(&mut c)
-            .await?;
-        let r = split_reply(reply)?;
-        let n = |i: usize| {
-            r.get(i)
-                .and_then(as_i64)
-                .ok_or_else(|| bad_reply("submit field"))
+        let (tx, rx) = oneshot::channel();
+        let gone = || {
+            AppError::new(
+                ErrorCode::Unavailable,
+                "the submission queue stopped; retry with the same id",
+            )
         };
-        Ok(Accepted {
-            board: s.board.to_string(),
-            season: r
-                .first()
-                .and_then(as_string)
-                .ok_or_else(|| bad_reply("season"))?,
-            score: n(1)?,
-            rank: n(2)? as u64,
-            previous_rank: opt_rank(n(3)?),
-            seq: n(4)? as u64,
-            duplicate: n(5)? == 1,
-            reached_ms: Some(n(6)?).filter(|t| *t >= 0),
-        })
+        self.batcher(&s.board)
+            .send((s.clone(), tx))
+            .map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    fn batcher(&self, board: &Id) -> mpsc::UnboundedSender<Pending> {
+        // unwrap: the lock is never held across a panic-prone call.
+        let mut map = self.batchers.lock().unwrap();
+        if let Some(tx) = map.get(board).filter(|tx| !tx.is_closed()) {
+            return tx.clone();
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run_batches(
+            self.conn.clone(),
+            self.clock.clone(),
+            board.clone(),
+            rx,
+        ));
+        map.insert(board.clone(), tx.clone());
+        tx
     }
 
     /// Reads a board (`season`: `None` = current) through `lua/read.lua`.
@@ -390,4 +401,91 @@ impl Store {
             })
             .collect())
     }
+}
+
+/// Applies a board's queued submissions, as many as are waiting (up to [`MAX_BATCH`]) per
+/// script call, until every sender is gone.
+async fn run_batches(
+    mut conn: ConnectionManager,
+    clock: Clock,
+    board: Id,
+    mut rx: mpsc::UnboundedReceiver<Pending>,
+) {
+    let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        match apply_batch(&mut conn, &clock, &board, &batch).await {
+            Ok(results) => {
+                for ((_, tx), r) in batch.drain(..).zip(results) {
+                    let _ = tx.send(r);
+                }
+            }
+            Err(e) => {
+                for (_, tx) in batch.drain(..) {
+                    let _ = tx.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+async fn apply_batch(
+    conn: &mut ConnectionManager,
+    clock: &Clock,
+    board: &Id,
+    batch: &[Pending],
+) -> AppResult<Vec<AppResult<Accepted>>> {
+    let mut inv = scripts::SUBMIT.key(keys::config(board));
+    inv.arg(clock.arg());
+    for (s, _) in batch {
+        let op = s.op.map(|op| match op {
+            Op::Incr => "incr",
+            Op::Best => "best",
+            Op::Set => "set",
+        });
+        inv.arg(s.player.as_str())
+            .arg(s.id.as_str())
+            .arg(s.points)
+            .arg(op.unwrap_or(""))
+            .arg(s.name.as_deref().unwrap_or(""))
+            .arg(uuid::Uuid::new_v4().simple().to_string())
+            .arg(if s.skip_limit { "1" } else { "" });
+    }
+    let reply: Value = inv.invoke_async(conn).await?;
+    let Value::Array(items) = reply else {
+        return Err(bad_reply("submit batch"));
+    };
+    if items.len() != batch.len() {
+        return Err(bad_reply("submit batch length"));
+    }
+    Ok(items
+        .into_iter()
+        .map(|item| {
+            let r = split_reply(item)?;
+            let n = |i: usize| {
+                r.get(i)
+                    .and_then(as_i64)
+                    .ok_or_else(|| bad_reply("submit field"))
+            };
+            Ok(Accepted {
+                board: board.to_string(),
+                season: r
+                    .first()
+                    .and_then(as_string)
+                    .ok_or_else(|| bad_reply("season"))?,
+                score: n(1)?,
+                rank: n(2)? as u64,
+                previous_rank: opt_rank(n(3)?),
+                seq: n(4)? as u64,
+                duplicate: n(5)? == 1,
+                reached_ms: Some(n(6)?).filter(|t| *t >= 0),
+            })
+        })
+        .collect())
 }
