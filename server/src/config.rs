@@ -109,6 +109,10 @@ pub struct QueueSettings {
     pub promote_batch: u32,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
+    /// Claims that may wait at once (`claim?wait_ms=`), each on its own dedicated connection.
+    pub max_waiters: usize,
+    /// Tasks that run Scorecast's own jobs (rollover, rewards, notify) when `workers` is on.
+    pub job_workers: usize,
 }
 
 impl Default for QueueSettings {
@@ -121,6 +125,8 @@ impl Default for QueueSettings {
             promote_batch: 100,
             backoff_base_ms: 1_000,
             backoff_max_ms: 300_000,
+            max_waiters: 256,
+            job_workers: 2,
         }
     }
 }

@@ -36,9 +36,34 @@ pub fn events(board: &Id) -> String {
     format!("ev:{{{board}}}")
 }
 
+/// The channel that carries `notify` pushes to one player's sessions, on every instance.
+pub fn notify(player: &Id) -> String {
+    format!("notify:{{{player}}}")
+}
+
 /// Limiter state outside boards, e.g. public reads per client address.
 pub fn limiter(policy: &str, subject: &str) -> String {
     format!("rl:{{{policy}:{subject}}}")
+}
+
+/// `sc:queues`: names of the queues that have had a job (an index for the promoter and reaper).
+pub const QUEUES: &str = "sc:queues";
+
+/// The keys of queue `q`, in the order every `lua/q_*.lua` script takes them (see
+/// `lua/q_lib.lua`): ready, delayed, processing, dead, jobs, state, seq, wake. One hash tag,
+/// so one cluster slot.
+pub fn queue(q: &Id) -> [String; 8] {
+    [
+        "ready",
+        "delayed",
+        "processing",
+        "dead",
+        "jobs",
+        "state",
+        "seq",
+        "wake",
+    ]
+    .map(|part| format!("q:{{{q}}}:{part}"))
 }
 
 #[cfg(test)]

@@ -25,3 +25,33 @@ pub static ROLLOVER: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/rollover.lua")));
 pub static REMOVE: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/remove.lua")));
+
+// Queue scripts (DESIGN §7): lib.lua, then the queue helpers of q_lib.lua, then the script.
+const QLIB: &str = include_str!("../../lua/q_lib.lua");
+
+fn with_qlib(body: &str) -> Script {
+    Script::new(&format!("{LIB}\n{QLIB}\n{body}"))
+}
+
+pub static Q_ENQUEUE: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_enqueue.lua")));
+pub static Q_CLAIM: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_claim.lua")));
+pub static Q_POP: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_pop.lua")));
+pub static Q_TAKE: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_take.lua")));
+pub static Q_ACK: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_ack.lua")));
+pub static Q_NACK: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_nack.lua")));
+pub static Q_EXTEND: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_extend.lua")));
+pub static Q_PROMOTE: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_promote.lua")));
+pub static Q_REAP: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_reap.lua")));
+pub static Q_RETRY: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_retry.lua")));
+pub static Q_DEAD: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_dead.lua")));

@@ -16,8 +16,10 @@ use crate::clock::Clock;
 use crate::config::Settings;
 use crate::embedded::RedisProcess;
 use crate::limiter::Limiter;
+use crate::queue::{Background, Queues};
 use crate::state::AppState;
 use crate::store::Store;
+use crate::ws::Hub;
 
 pub struct Application {
     server: Server,
@@ -25,6 +27,8 @@ pub struct Application {
     state: AppState,
     /// The private redis-server when no URL was configured; stopped after the server.
     embedded: Option<RedisProcess>,
+    /// Queue promoter, reaper and job workers (when `workers` is on); stopped with the server.
+    background: Option<Background>,
 }
 
 /// How long a Redis reply may take before the call fails with `unavailable`.
@@ -66,7 +70,18 @@ impl Application {
                 anyhow::bail!("configuring board {id}: {e}");
             }
         }
+        // Blocking queue waits open dedicated connections from this client (never the shared one).
+        let queues = Queues::new(
+            conn.clone(),
+            redis::Client::open(url.as_str())?,
+            clock.clone(),
+            settings.queues.clone(),
+        );
+        // The hub's dedicated pub/sub connection comes from the same URL (never the shared one).
+        let hub = Hub::start(&url, store.clone(), &settings)?;
         let state = AppState {
+            hub: hub.clone(),
+            queues,
             store,
             limiter: Limiter::new(conn, clock),
             // unwrap: Settings::finish ensured both secrets before build.
@@ -74,6 +89,16 @@ impl Application {
             admin_token: settings.admin_token.clone().context("no admin token")?,
             settings: Arc::new(settings),
         };
+        // Scorecast's own jobs: the rollover of each calendar board's current season (idempotent),
+        // then the promoter, the reaper and the job workers. The WebSocket hub replaces the
+        // LogNotifier to deliver `notify` messages.
+        if let Err(e) = crate::jobs::schedule_rollovers(&state).await {
+            tracing::warn!(error = %e, "could not schedule season rollovers at start-up");
+        }
+        let background = state
+            .settings
+            .workers
+            .then(|| crate::jobs::start(&state, Arc::new(hub)));
         let listener = TcpListener::bind(state.settings.listen)
             .with_context(|| format!("cannot listen on {}", state.settings.listen))?;
         let port = listener.local_addr()?.port();
@@ -84,6 +109,7 @@ impl Application {
                 .app_data(data.clone())
                 .wrap(actix_web::middleware::Compress::default())
                 .configure(crate::http::routes)
+                .configure(crate::ws::routes)
                 .service(actix_files::Files::new("/", &web_dir))
         })
         .shutdown_timeout(10)
@@ -94,6 +120,7 @@ impl Application {
             port,
             state,
             embedded,
+            background,
         })
     }
 
@@ -115,9 +142,23 @@ impl Application {
         let Application {
             server,
             mut embedded,
+            background,
+            state,
             ..
         } = self;
+        // On SIGTERM/SIGINT actix stops accepting and waits for open connections; the hub closes
+        // every WebSocket with 1001 once its in-flight submissions are answered, so that wait is
+        // short instead of running into the shutdown timeout.
+        let hub = state.hub.clone();
+        let signals = tokio::spawn(async move {
+            crate::ws::shutdown_signal().await;
+            hub.shutdown();
+        });
         let r = server.await;
+        signals.abort();
+        if let Some(bg) = background {
+            bg.stop().await;
+        }
         if let Some(p) = embedded.as_mut() {
             p.shutdown();
         }

@@ -9,7 +9,9 @@ use crate::config::Settings;
 use crate::error::AppResult;
 use crate::limiter::Limiter;
 use crate::metrics;
+use crate::queue::Queues;
 use crate::store::{Accepted, Store, Submission};
+use crate::ws::Hub;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -18,6 +20,10 @@ pub struct AppState {
     pub tokens: Tokens,
     pub admin_token: Secret,
     pub settings: Arc<Settings>,
+    /// Job queues (DESIGN §7).
+    pub queues: Queues,
+    /// This instance's WebSocket hub: subscriptions, the pub/sub feed, `notify` pushes.
+    pub hub: Hub,
 }
 
 impl AppState {

@@ -1,3 +1,6 @@
 //! End-to-end tests: one binary, real redis-server processes, real servers.
 
 mod boards;
+mod queues;
+mod seasons_jobs;
+mod ws;

@@ -16,6 +16,8 @@ use scorecast_server::state::AppState;
 use scorecast_shared::Id;
 use serde_json::{json, Value};
 
+pub mod ws;
+
 pub use scorecast_server;
 pub use scorecast_shared;
 

@@ -21,12 +21,12 @@ const KEYS = {
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
+
+await Scorecast.ready(); // before isValidId (a wasm export) is called
 const requested = params.get("board");
 const board = requested && isValidId(requested) ? requested : DEFAULT_BOARD;
 const seed = params.get("seed");
 const game = new Game({ rng: seed !== null && seed !== "" ? seededRng(Number(seed)) : Math.random });
-
-await Scorecast.ready();
 const sc = await Scorecast.connect({ wait: false, onState: showState });
 showState(sc.state);
 window.__scorecast = { sc, game, board };

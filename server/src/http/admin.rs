@@ -31,6 +31,8 @@ pub async fn put_board(
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let created = st.store.put_board(&board, &body).await?;
+    // Calendar boards get their season rollover job (idempotent; never fails the request).
+    crate::jobs::board_changed(&st, &board, &body).await;
     Ok(HttpResponse::Ok().json(BoardPut {
         id: board.into_string(),
         config: body.into_inner(),

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod extract;
 pub mod ops;
 pub mod public;
+pub mod queues;
 
 use actix_web::error::{JsonPayloadError, PathError, QueryPayloadError};
 use actix_web::web;
@@ -51,5 +52,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .app_data(web::PayloadConfig::new(MAX_BODY))
         .configure(ops::routes)
         .configure(public::routes)
-        .configure(admin::routes);
+        .configure(admin::routes)
+        .configure(queues::routes);
 }

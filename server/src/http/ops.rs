@@ -41,6 +41,8 @@ pub async fn metrics() -> HttpResponse {
         super::public::players, super::public::seasons, super::public::guest,
         super::admin::put_board, super::admin::score, super::admin::remove, super::admin::rollover,
         super::admin::log, super::admin::tokens,
+        super::queues::enqueue, super::queues::counts, super::queues::claim, super::queues::ack,
+        super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
     ),
     modifiers(&AdminAuth)
 )]

@@ -1,0 +1,102 @@
+-- q_lib.lua: helpers of the queue scripts (DESIGN §7). The server prepends lib.lua and then
+-- this file to every q_*.lua script, so each still runs as one EVALSHA.
+--
+-- Every queue script takes the same eight keys of one queue `q` (one hash tag, one slot):
+-- KEYS[1] q:{<q>}:ready       ZSET  id -> priority * 1e13 + n (n from seq: exact FIFO)
+-- KEYS[2] q:{<q>}:delayed     ZSET  id -> run_at_ms
+-- KEYS[3] q:{<q>}:processing  ZSET  id -> lease deadline (ms)
+-- KEYS[4] q:{<q>}:dead        ZSET  id -> when it died (ms)
+-- KEYS[5] q:{<q>}:jobs        HASH  id -> job JSON, written by the server and never decoded here
+--                                   (cjson would mangle big integers and empty arrays)
+-- KEYS[6] q:{<q>}:state       HASH  <id>:p priority, <id>:m max_attempts, <id>:a attempts,
+--                                   <id>:t lease token (ids never contain ':', so the fields of
+--                                   two jobs cannot collide)
+-- KEYS[7] q:{<q>}:seq         STRING FIFO counter
+-- KEYS[8] q:{<q>}:wake        LIST  one entry per job made ready, for blocked claimers (BLPOP)
+
+local Q = {
+  ready = KEYS[1], delayed = KEYS[2], processing = KEYS[3], dead = KEYS[4],
+  jobs = KEYS[5], state = KEYS[6], seq = KEYS[7], wake = KEYS[8],
+}
+-- priority * 1e13 + n stays below 2^53 (exact in a double) for n < 1e13.
+local PRIORITY_SPAN = 1e13
+-- The wake list only has to be non-empty while a job is ready; a bound keeps it small.
+local WAKE_CAP = 1024
+
+local function q_field(id, f)
+  return redis.call('HGET', Q.state, id .. ':' .. f)
+end
+
+local function q_num(id, f)
+  return tonumber(q_field(id, f) or '0')
+end
+
+-- Tells up to n blocked claimers that jobs are ready.
+local function q_wake(n)
+  if n <= 0 then return end
+  local ones = {}
+  for i = 1, math.min(n, WAKE_CAP) do ones[i] = '1' end
+  redis.call('LPUSH', Q.wake, unpack(ones))
+  redis.call('LTRIM', Q.wake, 0, WAKE_CAP - 1)
+end
+
+-- Puts a job at the back of its priority in ready (the caller wakes claimers).
+local function q_ready(id)
+  local n = redis.call('INCR', Q.seq)
+  redis.call('ZADD', Q.ready, fmt(q_num(id, 'p') * PRIORITY_SPAN + n), id)
+end
+
+-- Removes every trace of a job.
+local function q_forget(id)
+  redis.call('HDEL', Q.jobs, id)
+  redis.call('HDEL', Q.state, id .. ':p', id .. ':m', id .. ':a', id .. ':t')
+end
+
+-- Due delayed jobs to ready, at most `limit`. Returns how many moved.
+local function q_promote(now, limit)
+  local ids = redis.call('ZRANGEBYSCORE', Q.delayed, '-inf', fmt(now), 'LIMIT', 0, limit)
+  for _, id in ipairs(ids) do
+    redis.call('ZREM', Q.delayed, id)
+    q_ready(id)
+  end
+  q_wake(#ids)
+  return #ids
+end
+
+-- Lapsed leases (deadline <= now), at most `limit`: back to ready at once (the claim already
+-- counted the attempt), or to dead letters when no attempt is left. Recovery goes by deadline
+-- only: whoever held the lease does not matter. Returns (back to ready, dead).
+local function q_reap(now, limit)
+  local ids = redis.call('ZRANGEBYSCORE', Q.processing, '-inf', fmt(now), 'LIMIT', 0, limit)
+  local back, dead = 0, 0
+  for _, id in ipairs(ids) do
+    redis.call('ZREM', Q.processing, id)
+    redis.call('HDEL', Q.state, id .. ':t')
+    if q_num(id, 'a') >= q_num(id, 'm') then
+      redis.call('ZADD', Q.dead, fmt(now), id)
+      dead = dead + 1
+    else
+      q_ready(id)
+      back = back + 1
+    end
+  end
+  q_wake(back)
+  return back, dead
+end
+
+-- The lowest score of a ZSET (the next due time or deadline), -1 when empty.
+local function q_first(key)
+  local r = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if #r == 0 then return -1 end
+  return tonumber(r[2])
+end
+
+-- Whether `token` is the live lease of job `id`.
+local function q_held(id, token)
+  if not redis.call('ZSCORE', Q.processing, id) then return false end
+  return q_field(id, 't') == token
+end
+
+local function q_lost(id)
+  return {'err', 'lease_lost', 'the lease on job ' .. id .. ' is no longer yours (acked, nacked, expired or re-claimed)'}
+end

@@ -1,0 +1,360 @@
+//! Queue endpoints for workers in any language (DESIGN §7; admin token). A long-poll claim
+//! (`wait_ms`) waits on a dedicated Redis connection, never on the shared one.
+
+use std::time::Duration;
+
+use actix_web::{get, post, web, HttpResponse};
+use scorecast_shared::Id;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::extract::Admin;
+use crate::error::{AppError, AppResult};
+use crate::queue::{Counts, Lease, NewJob, When, MAX_ATTEMPTS, MAX_PRIORITY};
+use crate::state::AppState;
+
+/// Longest lease a claim or extend may ask for (a day).
+pub const MAX_LEASE_MS: u64 = 86_400_000;
+/// Most dead letters per page.
+pub const MAX_DEAD_PAGE: u64 = 1000;
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnqueueBody {
+    /// 1–64 chars of `[A-Za-z0-9_.-]`, unique among the jobs present; generated when absent.
+    pub id: Option<String>,
+    /// What the job is (an id: `email`, `season.rollover`).
+    pub kind: String,
+    /// Any JSON, stored and returned exactly as sent.
+    #[schema(value_type = Object)]
+    pub payload: Option<Box<RawValue>>,
+    /// 0 (most urgent) ..= 9; default 5.
+    pub priority: Option<i64>,
+    /// Ready at this time (ms since the epoch). Not with `delay_ms`.
+    pub run_at_ms: Option<i64>,
+    /// Ready after this many ms. Not with `run_at_ms`.
+    pub delay_ms: Option<i64>,
+    /// Claims before the job goes to dead letters; default 5.
+    pub max_attempts: Option<i64>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Enqueued {
+    pub id: String,
+}
+
+fn queue(st: &AppState, name: &str) -> AppResult<crate::queue::Queue> {
+    Ok(st.queues.get(&AppState::id(name)?))
+}
+
+/// Checks an enqueue body completely before anything reaches Redis.
+fn new_job(body: EnqueueBody) -> AppResult<NewJob> {
+    let id = body.id.as_deref().map(AppState::id).transpose()?;
+    let kind = AppState::id(&body.kind)?;
+    let priority = match body.priority {
+        None => None,
+        Some(p) if (0..=i64::from(MAX_PRIORITY)).contains(&p) => Some(p as u8),
+        Some(p) => {
+            return Err(AppError::bad_request(format!(
+                "priority {p} is out of range: 0..={MAX_PRIORITY}, 0 is the most urgent"
+            )))
+        }
+    };
+    let max_attempts = match body.max_attempts {
+        None => None,
+        Some(n) if (1..=i64::from(MAX_ATTEMPTS)).contains(&n) => Some(n as u32),
+        Some(n) => {
+            return Err(AppError::bad_request(format!(
+                "max_attempts {n} is out of range: 1..={MAX_ATTEMPTS}"
+            )))
+        }
+    };
+    let when = match (body.run_at_ms, body.delay_ms) {
+        (Some(_), Some(_)) => {
+            return Err(AppError::bad_request(
+                "give run_at_ms or delay_ms, not both",
+            ))
+        }
+        (Some(t), None) if t < 0 => return Err(AppError::bad_request("run_at_ms must be >= 0")),
+        (Some(t), None) => When::At(t),
+        (None, Some(d)) if d < 0 => return Err(AppError::bad_request("delay_ms must be >= 0")),
+        (None, Some(d)) => When::In(d as u64),
+        (None, None) => When::Now,
+    };
+    // unwrap: "null" is valid JSON.
+    let payload = body
+        .payload
+        .unwrap_or_else(|| RawValue::from_string("null".into()).unwrap());
+    let mut job = NewJob::raw(kind, payload);
+    job.id = id;
+    job.priority = priority;
+    job.max_attempts = max_attempts;
+    job.when = when;
+    Ok(job)
+}
+
+/// Enqueues a job (delayed with `run_at_ms` / `delay_ms`). An id present in the queue: 409.
+#[utoipa::path(params(("q" = String, Path)), request_body = EnqueueBody, responses((status = 201, body = Enqueued), (status = 400), (status = 409)), tag = "queues", security(("admin" = [])))]
+#[post("/admin/queues/{q}/jobs")]
+pub async fn enqueue(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Json<EnqueueBody>,
+) -> AppResult<HttpResponse> {
+    let q = queue(&st, &path)?;
+    let job = new_job(body.into_inner())?;
+    let id = q.enqueue(job).await?;
+    Ok(HttpResponse::Created().json(Enqueued {
+        id: id.into_string(),
+    }))
+}
+
+/// Jobs per state.
+#[utoipa::path(params(("q" = String, Path)), responses((status = 200, body = Counts)), tag = "queues", security(("admin" = [])))]
+#[get("/admin/queues/{q}")]
+pub async fn counts(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let q = queue(&st, &path)?;
+    Ok(HttpResponse::Ok().json(q.counts().await?))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimQuery {
+    /// Wait up to this long for a job (0 ..= max_wait_ms, default 0).
+    pub wait_ms: Option<u64>,
+    /// Lease length (1 ..= 86400000, default 30000).
+    pub lease_ms: Option<u64>,
+}
+
+/// A claimed job as a worker sees it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ClaimedJob<'a> {
+    pub id: &'a str,
+    pub kind: &'a str,
+    #[schema(value_type = Object)]
+    pub payload: &'a RawValue,
+    pub priority: u8,
+    pub attempts: u32,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ClaimResponse<'a> {
+    pub job: ClaimedJob<'a>,
+    pub lease: Lease,
+}
+
+/// Claims the best ready job under a lease (at-least-once), waiting up to `wait_ms`; 204 when
+/// none came.
+#[utoipa::path(params(("q" = String, Path), ClaimQuery), responses((status = 200, body = ClaimResponse), (status = 204)), tag = "queues", security(("admin" = [])))]
+#[post("/admin/queues/{q}/claim")]
+pub async fn claim(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    query: web::Query<ClaimQuery>,
+) -> AppResult<HttpResponse> {
+    let q = queue(&st, &path)?;
+    let s = &st.settings.queues;
+    let wait_ms = query.wait_ms.unwrap_or(0);
+    if wait_ms > s.max_wait_ms {
+        return Err(AppError::bad_request(format!(
+            "wait_ms must be 0..={}",
+            s.max_wait_ms
+        )));
+    }
+    let lease_ms = query.lease_ms.unwrap_or(s.default_lease_ms);
+    if !(1..=MAX_LEASE_MS).contains(&lease_ms) {
+        return Err(AppError::bad_request(format!(
+            "lease_ms must be 1..={MAX_LEASE_MS}"
+        )));
+    }
+    let lease = Duration::from_millis(lease_ms);
+    let claimed = if wait_ms == 0 {
+        q.claim(lease).await?
+    } else {
+        q.claim_wait(lease, Duration::from_millis(wait_ms)).await?
+    };
+    let Some(c) = claimed else {
+        return Ok(HttpResponse::NoContent().finish());
+    };
+    Ok(HttpResponse::Ok().json(ClaimResponse {
+        job: ClaimedJob {
+            id: &c.job.id,
+            kind: &c.job.kind,
+            payload: &c.job.payload,
+            priority: c.job.priority,
+            attempts: c.job.attempts,
+        },
+        lease: c.lease.clone(),
+    }))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AckBody {
+    pub token: String,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NackBody {
+    pub token: String,
+    /// Back in ready after this long; default: exponential backoff with jitter.
+    pub delay_ms: Option<u64>,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendBody {
+    pub token: String,
+    /// New lease length from now (default 30000).
+    pub lease_ms: Option<u64>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct LeaseResponse {
+    pub lease: Lease,
+}
+
+fn job_path(st: &AppState, path: &(String, String)) -> AppResult<(crate::queue::Queue, Id)> {
+    Ok((queue(st, &path.0)?, AppState::id(&path.1)?))
+}
+
+/// Finishes a claimed job. A token no longer valid: 409 `lease_lost`.
+#[utoipa::path(params(("q" = String, Path), ("id" = String, Path)), request_body = AckBody, responses((status = 204), (status = 409)), tag = "queues", security(("admin" = [])))]
+#[post("/admin/queues/{q}/jobs/{id}/ack")]
+pub async fn ack(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Json<AckBody>,
+) -> AppResult<HttpResponse> {
+    let (q, id) = job_path(&st, &path)?;
+    q.ack(&id, &body.token).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Gives a claimed job back (after `delay_ms`, else backoff); dead letters past max_attempts.
+#[utoipa::path(params(("q" = String, Path), ("id" = String, Path)), request_body = NackBody, responses((status = 204), (status = 409)), tag = "queues", security(("admin" = [])))]
+#[post("/admin/queues/{q}/jobs/{id}/nack")]
+pub async fn nack(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Json<NackBody>,
+) -> AppResult<HttpResponse> {
+    let (q, id) = job_path(&st, &path)?;
+    q.nack(&id, &body.token, body.delay_ms.map(Duration::from_millis))
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Extends a live lease to now + `lease_ms`.
+#[utoipa::path(params(("q" = String, Path), ("id" = String, Path)), request_body = ExtendBody, responses((status = 200, body = LeaseResponse), (status = 409)), tag = "queues", security(("admin" = [])))]
+#[post("/admin/queues/{q}/jobs/{id}/extend")]
+pub async fn extend(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Json<ExtendBody>,
+) -> AppResult<HttpResponse> {
+    let (q, id) = job_path(&st, &path)?;
+    let lease_ms = body.lease_ms.unwrap_or(st.settings.queues.default_lease_ms);
+    if !(1..=MAX_LEASE_MS).contains(&lease_ms) {
+        return Err(AppError::bad_request(format!(
+            "lease_ms must be 1..={MAX_LEASE_MS}"
+        )));
+    }
+    let lease = q
+        .extend(&id, &body.token, Duration::from_millis(lease_ms))
+        .await?;
+    Ok(HttpResponse::Ok().json(LeaseResponse { lease }))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DeadView<'a> {
+    pub id: &'a str,
+    pub kind: &'a str,
+    #[schema(value_type = Object)]
+    pub payload: &'a RawValue,
+    pub priority: u8,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub died_at_ms: i64,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DeadList<'a> {
+    /// Dead letters in all (the page may hold fewer).
+    pub total: u64,
+    pub jobs: Vec<DeadView<'a>>,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct DeadQuery {
+    /// 1–1000, default 100.
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+/// Dead letters, most recent first.
+#[utoipa::path(params(("q" = String, Path), DeadQuery), responses((status = 200, body = DeadList)), tag = "queues", security(("admin" = [])))]
+#[get("/admin/queues/{q}/dead")]
+pub async fn dead(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    query: web::Query<DeadQuery>,
+) -> AppResult<HttpResponse> {
+    let q = queue(&st, &path)?;
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=MAX_DEAD_PAGE).contains(&limit) {
+        return Err(AppError::bad_request(format!(
+            "limit must be 1..={MAX_DEAD_PAGE}"
+        )));
+    }
+    let (total, dead) = q.dead(query.offset.unwrap_or(0), limit).await?;
+    let jobs = dead
+        .iter()
+        .map(|d| DeadView {
+            id: &d.job.id,
+            kind: &d.job.kind,
+            payload: &d.job.payload,
+            priority: d.job.priority,
+            attempts: d.job.attempts,
+            max_attempts: d.job.max_attempts,
+            died_at_ms: d.died_at_ms,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(DeadList { total, jobs }))
+}
+
+/// Brings a dead letter back to ready with fresh attempts; 404 when it is not dead.
+#[utoipa::path(params(("q" = String, Path), ("id" = String, Path)), responses((status = 204), (status = 404)), tag = "queues", security(("admin" = [])))]
+#[post("/admin/queues/{q}/dead/{id}/retry")]
+pub async fn retry(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> AppResult<HttpResponse> {
+    let (q, id) = job_path(&st, &path)?;
+    q.retry(&id).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(enqueue)
+        .service(counts)
+        .service(claim)
+        .service(ack)
+        .service(nack)
+        .service(extend)
+        .service(dead)
+        .service(retry);
+}

@@ -1,0 +1,727 @@
+//! Job queues on sorted sets (DESIGN §7): the article's priority queue (`poll`, `take`) and
+//! delayed queue, made safe with leases (`claim` / `ack` / `nack` / `extend`), because after a
+//! plain pop the job has left Redis and a dying worker loses it.
+//!
+//! Every multi-step operation is one `lua/q_*.lua` script over the queue's eight keys
+//! (`keys::queue`). Job bodies are JSON built here and stored as-is; the scripts only move ids
+//! and update small counters, so a payload comes back byte for byte as the client sent it.
+//! Blocking commands (BZPOPMIN, BLPOP) run only on dedicated connections (`blocking`), never on
+//! the shared multiplexed one. `background` holds the promoter and the reaper.
+
+pub mod background;
+mod blocking;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{AsyncCommands, Value};
+use scorecast_shared::{ErrorCode, Id};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::clock::Clock;
+use crate::config::QueueSettings;
+use crate::error::{AppError, AppResult};
+use crate::{keys, scripts};
+
+pub use background::Background;
+use background::Wakeup;
+
+/// Priorities run 0 (most urgent) ..= 9.
+pub const MAX_PRIORITY: u8 = 9;
+/// Upper bound of `max_attempts`.
+pub const MAX_ATTEMPTS: u32 = 1000;
+/// Lapsed leases reaped and due jobs promoted inline by each claim, at most.
+const INLINE_BOUND: u32 = 16;
+
+/// Every queue of one Redis: cheap to clone, shared by handlers, workers and background tasks.
+#[derive(Clone)]
+pub struct Queues {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: ConnectionManager,
+    clock: Clock,
+    settings: QueueSettings,
+    pool: blocking::Pool,
+    promoter: Wakeup,
+    reaper: Wakeup,
+}
+
+/// One queue.
+#[derive(Clone)]
+pub struct Queue {
+    queues: Queues,
+    name: Id,
+    keys: [String; 8],
+}
+
+/// A job as stored: `{id, kind, payload, priority, max_attempts}` plus its attempts so far.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Job {
+    pub id: String,
+    pub kind: String,
+    /// Exactly the JSON text the client sent.
+    pub payload: Box<RawValue>,
+    pub priority: u8,
+    #[serde(default)]
+    pub attempts: u32,
+    pub max_attempts: u32,
+}
+
+impl Job {
+    /// The payload parsed as `T`.
+    pub fn payload_as<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
+        serde_json::from_str(self.payload.get())
+    }
+}
+
+/// When a new job becomes ready.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum When {
+    #[default]
+    Now,
+    /// At this time (ms since the epoch, on the queue's clock).
+    At(i64),
+    /// After this many ms.
+    In(u64),
+}
+
+/// A job to enqueue. `NewJob::new(kind, payload)` then the builder methods.
+#[derive(Clone, Debug)]
+pub struct NewJob {
+    /// `None`: a fresh uuid.
+    pub id: Option<Id>,
+    pub kind: Id,
+    pub payload: Box<RawValue>,
+    /// `None`: the configured default (5).
+    pub priority: Option<u8>,
+    /// `None`: the configured default (5).
+    pub max_attempts: Option<u32>,
+    pub when: When,
+}
+
+impl NewJob {
+    /// A job of `kind` whose payload is `payload` serialised.
+    pub fn new(kind: &Id, payload: &impl Serialize) -> AppResult<NewJob> {
+        let payload = serde_json::value::to_raw_value(payload)
+            .map_err(|e| AppError::bad_request(format!("payload: {e}")))?;
+        Ok(NewJob::raw(kind.clone(), payload))
+    }
+
+    /// A job whose payload is already JSON text (kept byte for byte).
+    pub fn raw(kind: Id, payload: Box<RawValue>) -> NewJob {
+        NewJob {
+            id: None,
+            kind,
+            payload,
+            priority: None,
+            max_attempts: None,
+            when: When::Now,
+        }
+    }
+
+    pub fn id(mut self, id: Id) -> NewJob {
+        self.id = Some(id);
+        self
+    }
+
+    pub fn priority(mut self, p: u8) -> NewJob {
+        self.priority = Some(p);
+        self
+    }
+
+    pub fn max_attempts(mut self, n: u32) -> NewJob {
+        self.max_attempts = Some(n);
+        self
+    }
+
+    pub fn at(mut self, run_at_ms: i64) -> NewJob {
+        self.when = When::At(run_at_ms);
+        self
+    }
+
+    pub fn after(mut self, delay_ms: u64) -> NewJob {
+        self.when = When::In(delay_ms);
+        self
+    }
+}
+
+/// The stored body: what `q:{<q>}:jobs` holds (attempts live in the state hash).
+#[derive(Serialize)]
+struct Body<'a> {
+    id: &'a str,
+    kind: &'a str,
+    payload: &'a RawValue,
+    priority: u8,
+    max_attempts: u32,
+}
+
+/// Where an enqueued job went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placed {
+    Ready,
+    /// In the delayed set until `run_at_ms`.
+    Delayed {
+        run_at_ms: i64,
+    },
+}
+
+/// A lease on a claimed job: valid until acked, nacked, reaped or re-claimed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Lease {
+    pub token: String,
+    pub expires_at_ms: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    pub job: Job,
+    pub lease: Lease,
+}
+
+/// Where a nacked job went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requeued {
+    Ready,
+    Delayed {
+        run_at_ms: i64,
+        delay_ms: i64,
+    },
+    /// No attempt left: in dead letters.
+    Dead,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Counts {
+    pub ready: u64,
+    pub delayed: u64,
+    pub processing: u64,
+    pub dead: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct DeadJob {
+    pub job: Job,
+    pub died_at_ms: i64,
+}
+
+/// What one promoter or reaper step did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sweep {
+    /// Jobs moved to ready.
+    pub moved: u64,
+    /// Jobs moved to dead letters (reaper only).
+    pub dead: u64,
+    /// The next due time (promoter) or lease deadline (reaper), if any.
+    pub next_ms: Option<i64>,
+    /// The clock the step ran at.
+    pub now_ms: i64,
+}
+
+impl Queues {
+    /// `client` opens the dedicated connections of blocking waits; `conn` is the shared one.
+    pub fn new(
+        conn: ConnectionManager,
+        client: redis::Client,
+        clock: Clock,
+        settings: QueueSettings,
+    ) -> Queues {
+        Queues {
+            inner: Arc::new(Inner {
+                conn,
+                clock,
+                pool: blocking::Pool::new(client, settings.max_waiters.max(1)),
+                settings,
+                promoter: Wakeup::default(),
+                reaper: Wakeup::default(),
+            }),
+        }
+    }
+
+    /// The queue called `name`.
+    pub fn get(&self, name: &Id) -> Queue {
+        Queue {
+            queues: self.clone(),
+            name: name.clone(),
+            keys: keys::queue(name),
+        }
+    }
+
+    pub fn settings(&self) -> &QueueSettings {
+        &self.inner.settings
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    /// Every queue that has had a job (the `sc:queues` index), sorted.
+    pub async fn names(&self) -> AppResult<Vec<Id>> {
+        let mut c = self.inner.conn.clone();
+        let names: Vec<String> = c.smembers(keys::QUEUES).await?;
+        let mut ids: Vec<Id> = names.iter().filter_map(|n| Id::parse(n).ok()).collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Wakes the promoter and the reaper now (after moving a manual clock, say).
+    pub fn wake_background(&self) {
+        self.inner.promoter.wake_if_earlier(i64::MIN);
+        self.inner.reaper.wake_if_earlier(i64::MIN);
+    }
+
+    fn conn(&self) -> ConnectionManager {
+        self.inner.conn.clone()
+    }
+}
+
+fn bad_reply(what: &str) -> AppError {
+    tracing::error!(what, "unexpected queue script reply");
+    AppError::new(ErrorCode::Unavailable, "unexpected reply from the store")
+}
+
+fn int(v: Option<&Value>) -> Option<i64> {
+    match v? {
+        Value::Int(i) => Some(*i),
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        Value::SimpleString(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// Splits a script reply into its tag and fields; `{'err', code, message}` becomes the error.
+fn reply(v: Value) -> AppResult<(String, Vec<Value>)> {
+    let Value::Array(mut items) = v else {
+        return Err(bad_reply("not an array"));
+    };
+    if items.is_empty() {
+        return Err(bad_reply("empty"));
+    }
+    let tag = text(items.first()).ok_or_else(|| bad_reply("tag"))?;
+    let rest = items.split_off(1);
+    if tag == "err" {
+        let code = text(rest.first())
+            .and_then(|c| ErrorCode::parse(&c))
+            .ok_or_else(|| bad_reply("error code"))?;
+        return Err(AppError::new(code, text(rest.get(1)).unwrap_or_default()));
+    }
+    Ok((tag, rest))
+}
+
+/// A job from its stored body and attempts.
+fn job(body: Option<&Value>, attempts: Option<&Value>) -> AppResult<Job> {
+    let body = text(body).ok_or_else(|| bad_reply("job body"))?;
+    let mut job: Job = serde_json::from_str(&body).map_err(|_| bad_reply("job body JSON"))?;
+    job.attempts = int(attempts).ok_or_else(|| bad_reply("attempts"))?.max(0) as u32;
+    Ok(job)
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+fn fresh_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl Queue {
+    pub fn name(&self) -> &Id {
+        &self.name
+    }
+
+    fn invoke(&self, script: &'static redis::Script) -> redis::ScriptInvocation<'static> {
+        let mut inv = script.prepare_invoke();
+        for k in &self.keys {
+            inv.key(k);
+        }
+        inv
+    }
+
+    fn inner(&self) -> &Inner {
+        &self.queues.inner
+    }
+
+    /// Adds a job (priority 0–9; FIFO within a priority). Its id must not be present in the
+    /// queue (`conflict`); it may be reused once the job is gone. Returns the id.
+    pub async fn enqueue(&self, job: NewJob) -> AppResult<Id> {
+        self.enqueue_placed(job).await.map(|(id, _)| id)
+    }
+
+    /// Schedules a job to become ready at `run_at_ms` (with its priority).
+    pub async fn schedule(&self, job: NewJob, run_at_ms: i64) -> AppResult<Id> {
+        self.enqueue(job.at(run_at_ms)).await
+    }
+
+    /// [`Queue::enqueue`], also saying where the job went.
+    pub async fn enqueue_placed(&self, job: NewJob) -> AppResult<(Id, Placed)> {
+        let s = &self.inner().settings;
+        let priority = job.priority.unwrap_or(s.default_priority);
+        if priority > MAX_PRIORITY {
+            return Err(AppError::bad_request(format!(
+                "priority must be 0..={MAX_PRIORITY} (0 is the most urgent)"
+            )));
+        }
+        let max_attempts = job.max_attempts.unwrap_or(s.default_max_attempts);
+        if !(1..=MAX_ATTEMPTS).contains(&max_attempts) {
+            return Err(AppError::bad_request(format!(
+                "max_attempts must be 1..={MAX_ATTEMPTS}"
+            )));
+        }
+        let id = match job.id {
+            Some(id) => id,
+            // unwrap: a simple uuid is 32 hex characters, a valid id.
+            None => Id::parse(&fresh_token()).unwrap(),
+        };
+        let body = serde_json::to_string(&Body {
+            id: id.as_str(),
+            kind: job.kind.as_str(),
+            payload: &job.payload,
+            priority,
+            max_attempts,
+        })
+        .map_err(|e| AppError::bad_request(e.to_string()))?;
+        let (when, at) = match job.when {
+            When::Now => ("", String::new()),
+            When::At(t) => ("at", t.to_string()),
+            When::In(d) => ("in", d.to_string()),
+        };
+        let mut c = self.queues.conn();
+        let mut index = self.queues.conn();
+        // The `sc:queues` index (which queues the promoter and the reaper look at) lives
+        // outside the queue's slot, so it cannot be in the script; sent alongside it on the
+        // multiplexed connection, it costs no extra round trip. An index entry without a job
+        // is harmless.
+        let indexed = index.sadd::<_, _, ()>(keys::QUEUES, self.name.as_str());
+        let mut inv = self.invoke(&scripts::Q_ENQUEUE);
+        inv.arg(id.as_str())
+            .arg(body)
+            .arg(priority)
+            .arg(max_attempts)
+            .arg(when)
+            .arg(at)
+            .arg(self.inner().clock.arg());
+        let (indexed, v) = tokio::join!(indexed, inv.invoke_async::<Value>(&mut c));
+        indexed?;
+        let (_, r) = reply(v?)?;
+        let placed = match text(r.first()).as_deref() {
+            Some("delayed") => {
+                let due = int(r.get(1)).ok_or_else(|| bad_reply("due"))?;
+                // An earlier due time than the promoter planned for: wake it.
+                self.inner().promoter.wake_if_earlier(due);
+                Placed::Delayed { run_at_ms: due }
+            }
+            _ => Placed::Ready,
+        };
+        Ok((id, placed))
+    }
+
+    /// The article's at-most-once poll (ZPOPMIN): the best ready job, removed from Redis.
+    pub async fn poll(&self) -> AppResult<Option<Job>> {
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_POP)
+            .arg(self.inner().clock.arg())
+            .arg(INLINE_BOUND)
+            .invoke_async(&mut c)
+            .await?;
+        self.popped(v)
+    }
+
+    fn popped(&self, v: Value) -> AppResult<Option<Job>> {
+        match reply(v)? {
+            (tag, r) if tag == "ok" => Ok(Some(job(r.get(1), r.get(2))?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The article's blocking take (BZPOPMIN, at most once), waiting up to `timeout` on a
+    /// dedicated connection. Between BZPOPMIN and the step that reads and forgets the body the
+    /// job is in no set: a process killed in that round trip loses it (at-most-once) and leaves
+    /// its body behind.
+    pub async fn take(&self, timeout: Duration) -> AppResult<Option<Job>> {
+        if timeout.is_zero() {
+            return self.poll().await;
+        }
+        let Some(mut conn) = self.inner().pool.get(timeout).await? else {
+            return Ok(None);
+        };
+        // Redis reads a decimal timeout in seconds; 0 would mean "forever".
+        let secs = format!("{:.3}", (ms(timeout).max(1) as f64) / 1000.0);
+        let mut cmd = redis::cmd("BZPOPMIN");
+        cmd.arg(&self.keys[0]).arg(secs);
+        let popped: Option<(String, String, f64)> = conn.block(&cmd, timeout).await?;
+        let Some((_, id, _)) = popped else {
+            return Ok(None);
+        };
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_TAKE)
+            .arg(id)
+            .invoke_async(&mut c)
+            .await?;
+        self.popped(v)
+    }
+
+    /// At-least-once claim: the best ready job, moved to processing under a fresh lease of
+    /// `lease`; counts one attempt. `None` when nothing is ready.
+    pub async fn claim(&self, lease: Duration) -> AppResult<Option<Claimed>> {
+        Ok(self.try_claim(lease).await?.0)
+    }
+
+    /// Returns the claim, or when nothing was ready the next time something may become ready.
+    async fn try_claim(&self, lease: Duration) -> AppResult<(Option<Claimed>, Option<(i64, i64)>)> {
+        let lease_ms = ms(lease).max(1);
+        let token = fresh_token();
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_CLAIM)
+            .arg(&token)
+            .arg(lease_ms)
+            .arg(self.inner().clock.arg())
+            .arg(INLINE_BOUND)
+            .invoke_async(&mut c)
+            .await?;
+        let (tag, r) = reply(v)?;
+        if tag != "ok" {
+            let next = int(r.first()).filter(|t| *t >= 0);
+            let now = int(r.get(1)).unwrap_or(0);
+            return Ok((None, next.map(|n| (n, now))));
+        }
+        let job = job(r.get(1), r.get(2))?;
+        let expires_at_ms = int(r.get(3)).ok_or_else(|| bad_reply("deadline"))?;
+        self.inner().reaper.wake_if_earlier(expires_at_ms);
+        Ok((
+            Some(Claimed {
+                job,
+                lease: Lease {
+                    token,
+                    expires_at_ms,
+                },
+            }),
+            None,
+        ))
+    }
+
+    /// [`Queue::claim`], waiting up to `wait` for a job. The wait blocks (BLPOP on the wake
+    /// list) on a dedicated connection, never on the shared one; it also wakes by itself when a
+    /// delayed job falls due or a lease lapses, so it needs no promoter to see those.
+    pub async fn claim_wait(&self, lease: Duration, wait: Duration) -> AppResult<Option<Claimed>> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut conn = None;
+        loop {
+            let (claimed, next) = self.try_claim(lease).await?;
+            if claimed.is_some() {
+                return Ok(claimed);
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            if conn.is_none() {
+                conn = self.inner().pool.get(left).await?;
+            }
+            let Some(c) = conn.as_mut() else {
+                return Ok(None); // no dedicated connection free within the wait
+            };
+            // Block until a wake-up, the wait's end, or the next due time / lease deadline
+            // (then the next claim promotes or reaps it inline).
+            let mut slice = left;
+            if let Some((next, now)) = next {
+                slice = slice.min(Duration::from_millis((next - now).clamp(5, i64::MAX) as u64));
+            }
+            let secs = format!("{:.3}", (ms(slice).max(1) as f64) / 1000.0);
+            let mut cmd = redis::cmd("BLPOP");
+            cmd.arg(&self.keys[7]).arg(secs);
+            let _: Option<(String, String)> = c.block(&cmd, slice).await?;
+        }
+    }
+
+    /// Finishes a claimed job. A token that is no longer valid: `lease_lost`.
+    pub async fn ack(&self, id: &Id, token: &str) -> AppResult<()> {
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_ACK)
+            .arg(id.as_str())
+            .arg(token)
+            .invoke_async(&mut c)
+            .await?;
+        reply(v).map(|_| ())
+    }
+
+    /// Gives a claimed job back: after `delay` if given, else after exponential backoff with
+    /// jitter; to dead letters when its attempts are used up.
+    pub async fn nack(&self, id: &Id, token: &str, delay: Option<Duration>) -> AppResult<Requeued> {
+        let s = &self.inner().settings;
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_NACK)
+            .arg(id.as_str())
+            .arg(token)
+            .arg(delay.map(|d| ms(d).to_string()).unwrap_or_default())
+            .arg(s.backoff_base_ms)
+            .arg(s.backoff_max_ms)
+            // The jitter comes from here, not from Lua's math.random.
+            .arg(format!("{:.6}", rand::random::<f64>()))
+            .arg(self.inner().clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let (_, r) = reply(v)?;
+        let due = int(r.get(1)).ok_or_else(|| bad_reply("due"))?;
+        let now = int(r.get(2)).ok_or_else(|| bad_reply("now"))?;
+        Ok(match text(r.first()).as_deref() {
+            Some("dead") => Requeued::Dead,
+            Some("delayed") => {
+                self.inner().promoter.wake_if_earlier(due);
+                Requeued::Delayed {
+                    run_at_ms: due,
+                    delay_ms: due - now,
+                }
+            }
+            _ => Requeued::Ready,
+        })
+    }
+
+    /// Extends a live lease to now + `lease`.
+    pub async fn extend(&self, id: &Id, token: &str, lease: Duration) -> AppResult<Lease> {
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_EXTEND)
+            .arg(id.as_str())
+            .arg(token)
+            .arg(ms(lease).max(1))
+            .arg(self.inner().clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let (_, r) = reply(v)?;
+        Ok(Lease {
+            token: token.to_owned(),
+            expires_at_ms: int(r.first()).ok_or_else(|| bad_reply("deadline"))?,
+        })
+    }
+
+    /// Jobs per state.
+    pub async fn counts(&self) -> AppResult<Counts> {
+        let mut c = self.queues.conn();
+        let (ready, delayed, processing, dead): (u64, u64, u64, u64) = redis::pipe()
+            .atomic()
+            .zcard(&self.keys[0])
+            .zcard(&self.keys[1])
+            .zcard(&self.keys[2])
+            .zcard(&self.keys[3])
+            .query_async(&mut c)
+            .await?;
+        Ok(Counts {
+            ready,
+            delayed,
+            processing,
+            dead,
+        })
+    }
+
+    /// Dead letters, most recent first, and how many there are in all.
+    pub async fn dead(&self, offset: u64, limit: u64) -> AppResult<(u64, Vec<DeadJob>)> {
+        if limit == 0 {
+            return Ok((self.counts().await?.dead, Vec::new()));
+        }
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_DEAD)
+            .arg(offset)
+            .arg(limit)
+            .invoke_async(&mut c)
+            .await?;
+        let (_, r) = reply(v)?;
+        let total = int(r.first()).ok_or_else(|| bad_reply("total"))?.max(0) as u64;
+        let jobs = r[1..]
+            .chunks_exact(4)
+            .map(|e| {
+                Ok(DeadJob {
+                    job: job(e.get(1), e.get(2))?,
+                    died_at_ms: int(e.get(3)).ok_or_else(|| bad_reply("died_at"))?,
+                })
+            })
+            .collect::<AppResult<Vec<_>>>()?;
+        Ok((total, jobs))
+    }
+
+    /// Brings a dead letter back to ready with a fresh set of attempts (`not_found` if none).
+    pub async fn retry(&self, id: &Id) -> AppResult<()> {
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_RETRY)
+            .arg(id.as_str())
+            .invoke_async(&mut c)
+            .await?;
+        reply(v).map(|_| ())
+    }
+
+    /// One promoter step: due delayed jobs to ready, at most `promote_batch`.
+    pub async fn promote_due(&self) -> AppResult<Sweep> {
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_PROMOTE)
+            .arg(self.inner().clock.arg())
+            .arg(self.inner().settings.promote_batch.max(1))
+            .invoke_async(&mut c)
+            .await?;
+        let (_, r) = reply(v)?;
+        Ok(Sweep {
+            moved: int(r.first()).unwrap_or(0).max(0) as u64,
+            dead: 0,
+            next_ms: int(r.get(1)).filter(|t| *t >= 0),
+            now_ms: int(r.get(2)).ok_or_else(|| bad_reply("now"))?,
+        })
+    }
+
+    /// One reaper step: lapsed leases back to ready or to dead letters, at most
+    /// `promote_batch`.
+    pub async fn reap(&self) -> AppResult<Sweep> {
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_REAP)
+            .arg(self.inner().clock.arg())
+            .arg(self.inner().settings.promote_batch.max(1))
+            .invoke_async(&mut c)
+            .await?;
+        let (_, r) = reply(v)?;
+        Ok(Sweep {
+            moved: int(r.first()).unwrap_or(0).max(0) as u64,
+            dead: int(r.get(1)).unwrap_or(0).max(0) as u64,
+            next_ms: int(r.get(2)).filter(|t| *t >= 0),
+            now_ms: int(r.get(3)).ok_or_else(|| bad_reply("now"))?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stored_body_keeps_the_payload_byte_for_byte() {
+        let raw = r#"{"big":12345678901234567890123,"empty":[],"f":1.0}"#;
+        let payload = RawValue::from_string(raw.to_owned()).unwrap();
+        let body = serde_json::to_string(&Body {
+            id: "j",
+            kind: "k",
+            payload: &payload,
+            priority: 5,
+            max_attempts: 5,
+        })
+        .unwrap();
+        let job: Job = serde_json::from_str(&body).unwrap();
+        assert_eq!(job.payload.get(), raw);
+        assert_eq!(job.attempts, 0);
+    }
+}

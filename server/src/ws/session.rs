@@ -1,0 +1,328 @@
+//! One WebSocket session (DESIGN §4): a single `tokio::select!` loop over the client's frames,
+//! the session's outbound queue (fed by its own answers and by the hub), the heartbeat tick,
+//! the slow-client deadline, the answers of submissions in flight and the shutdown signal — and
+//! one exit path that closes the socket with a reason.
+//!
+//! Nothing in the loop awaits the socket: a message is written only when the socket has room
+//! (`poll_ready`), so a client that does not read stalls nobody, not even its own session's
+//! bookkeeping, and its queue filling up is what gets it closed with 1008.
+
+use std::collections::HashSet;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_ws::{
+    AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReason, Message, ProtocolError,
+};
+use futures_util::stream::FuturesUnordered;
+use futures_util::{Sink, StreamExt};
+use scorecast_shared::protocol::{ParseError, ViewKind};
+use scorecast_shared::{ClientMsg, ErrorCode, Id, ServerMsg, View, PROTOCOL_VERSION};
+use tokio::time::Instant;
+
+use super::hub::Member;
+use super::outbox::ViewKey;
+use crate::auth::Player;
+use crate::state::AppState;
+use crate::store::Submission;
+
+/// Submissions of one session that may wait for Redis at the same time. Acks carry their id,
+/// so they may come back in any order; past this the session stops reading until one returns.
+const MAX_INFLIGHT_SUBMITS: usize = 64;
+/// On shutdown, how long in-flight submissions and their answers may take before the close.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long the final close frame may wait for room on the socket (a slow client's socket is
+/// full: the frame goes out once it reads again, or the connection is dropped).
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+
+type Answer = Pin<Box<dyn Future<Output = ServerMsg>>>;
+
+/// The session's protocol state (the loop's plumbing lives in [`run`]).
+struct Session {
+    state: Arc<AppState>,
+    member: Member,
+    player: Option<Player>,
+    views: HashSet<ViewKey>,
+}
+
+fn text(msg: &ServerMsg) -> Message {
+    Message::Text(msg.to_json().into())
+}
+
+/// How a session ends.
+enum Exit {
+    /// The connection is gone: nothing left to send.
+    Gone,
+    /// Send a close frame (with this reason) and end.
+    Close(Option<CloseReason>),
+}
+
+fn close(code: CloseCode, why: &str) -> Exit {
+    Exit::Close(Some(CloseReason {
+        code,
+        description: Some(why.to_owned()),
+    }))
+}
+
+fn now_s() -> u64 {
+    chrono::Utc::now().timestamp().max(0) as u64
+}
+
+impl Session {
+    fn push(&self, msg: &ServerMsg) {
+        self.member.outbox().push(text(msg));
+    }
+
+    fn error(&self, code: ErrorCode, message: impl Into<String>) {
+        self.push(&ServerMsg::error(code, message));
+    }
+
+    fn welcome(&self) {
+        self.push(&ServerMsg::Welcome {
+            protocol: PROTOCOL_VERSION,
+            player: self.player.as_ref().map(|p| p.id.to_string()),
+            server_time_ms: self.state.store.clock().now_ms(),
+        });
+    }
+
+    /// Handles one text frame; a submission comes back as a future answering it.
+    async fn on_text(&mut self, frame: &str) -> Option<Answer> {
+        match ClientMsg::parse(frame) {
+            Err(ParseError::Frame { code, message }) => self.error(code, message),
+            Err(ParseError::Submit { id, code, message }) => self.push(&ServerMsg::Rejected {
+                id,
+                code,
+                message,
+                retry_after_ms: None,
+            }),
+            Ok(ClientMsg::Hello { token }) => self.hello(&token),
+            Ok(ClientMsg::Submit { id, board, points }) => return self.submit(id, board, points),
+            Ok(ClientMsg::Subscribe { board, view }) => self.subscribe(board, view).await,
+            Ok(ClientMsg::Unsubscribe { board, view }) => self.unsubscribe(board, view),
+            Ok(ClientMsg::Ping) => self.push(&ServerMsg::Pong),
+        }
+        None
+    }
+
+    fn hello(&mut self, token: &str) {
+        match self.state.tokens.verify(token) {
+            Err(e) => self.error(ErrorCode::Unauthorized, e.message),
+            Ok(p) => match &self.player {
+                Some(cur) if cur.id != p.id => self.error(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "this session belongs to {}; open another connection for {}",
+                        cur.id, p.id
+                    ),
+                ),
+                _ => {
+                    self.member.set_player(&p.id);
+                    self.player = Some(p);
+                    self.welcome();
+                }
+            },
+        }
+    }
+
+    fn submit(&mut self, id: Id, board: Id, points: i64) -> Option<Answer> {
+        let rejected = |code, message: &str| ServerMsg::Rejected {
+            id: Some(id.to_string()),
+            code,
+            message: message.to_owned(),
+            retry_after_ms: None,
+        };
+        let player = match &self.player {
+            None => {
+                self.push(&rejected(
+                    ErrorCode::Unauthorized,
+                    "spectators cannot submit: send hello with a player token first",
+                ));
+                return None;
+            }
+            Some(p) if p.expired(now_s()) => {
+                self.push(&rejected(
+                    ErrorCode::Unauthorized,
+                    "the token has expired: send hello with a fresh one",
+                ));
+                return None;
+            }
+            Some(p) => p,
+        };
+        let sub = Submission {
+            board,
+            player: player.id.clone(),
+            id,
+            points,
+            op: None,
+            name: player.name.clone(),
+            skip_limit: false,
+        };
+        let state = self.state.clone();
+        Some(Box::pin(async move {
+            match state.submit(&sub).await {
+                Ok(a) => ServerMsg::Ack {
+                    id: sub.id.into_string(),
+                    board: a.board,
+                    season: a.season,
+                    score: a.score,
+                    rank: a.rank,
+                    previous_rank: a.previous_rank,
+                    duplicate: a.duplicate,
+                },
+                Err(e) => ServerMsg::Rejected {
+                    id: Some(sub.id.into_string()),
+                    code: e.code,
+                    retry_after_ms: e.retry_after_ms(),
+                    message: e.message,
+                },
+            }
+        }))
+    }
+
+    async fn subscribe(&mut self, board: Id, view: View) {
+        let key = (board.clone(), view.kind());
+        if view.kind().needs_player() && self.player.is_none() {
+            return self.error(
+                ErrorCode::Unauthorized,
+                "the me and around views need a player: send hello first",
+            );
+        }
+        let max = self.state.settings.ws.max_views_per_session;
+        if !self.views.contains(&key) && self.views.len() >= max {
+            return self.error(
+                ErrorCode::BadRequest,
+                format!("at most {max} views per session; unsubscribe one first"),
+            );
+        }
+        let player = self.player.as_ref().map(|p| &p.id);
+        match self.member.subscribe(&board, view, player).await {
+            Ok(()) => {
+                self.views.insert(key);
+            }
+            Err(e) => {
+                // A failed re-subscribe has replaced the old view too.
+                self.views.remove(&key);
+                self.member.outbox().drop_view(&key);
+                self.error(e.code, e.message);
+            }
+        }
+    }
+
+    fn unsubscribe(&mut self, board: Id, kind: ViewKind) {
+        self.member.unsubscribe(&board, kind);
+        self.views.remove(&(board, kind));
+    }
+}
+
+/// Runs a session until the client leaves, times out, is too slow, breaks the protocol, or the
+/// server shuts down.
+pub async fn run(
+    state: Arc<AppState>,
+    member: Member,
+    mut socket: actix_ws::Session,
+    mut frames: AggregatedMessageStream,
+) {
+    let ws = state.settings.ws.clone();
+    let ping_every = Duration::from_millis(ws.ping_interval_ms);
+    let client_timeout = Duration::from_millis(ws.client_timeout_ms);
+    let slow = Duration::from_millis(ws.slow_client_ms);
+    let outbox = member.outbox().clone();
+    let mut shutdown = member.hub().shutdown_signal();
+    let mut s = Session {
+        state,
+        member,
+        player: None,
+        views: HashSet::new(),
+    };
+    s.welcome();
+    let mut heartbeat = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
+    let mut last_heard = Instant::now();
+    let mut inflight: FuturesUnordered<Answer> = FuturesUnordered::new();
+    let mut shutting_down = *shutdown.borrow();
+
+    let exit = loop {
+        if shutting_down {
+            break close(CloseCode::Away, "server shutting down");
+        }
+        let pending = !outbox.is_empty();
+        let full_since = outbox.full_since();
+        // Reading is paused while the queue is full (each frame may owe an answer) and while
+        // too many submissions are in flight.
+        let can_read = !outbox.is_full() && inflight.len() < MAX_INFLIGHT_SUBMITS;
+        tokio::select! {
+            biased;
+            _ = shutdown.changed() => shutting_down = true,
+            _ = tokio::time::sleep_until(full_since.map_or_else(Instant::now, Instant::from_std) + slow), if full_since.is_some() => {
+                if outbox.full_since().is_some_and(|t| t.elapsed() >= slow) {
+                    tracing::info!(session = s.member.id(), "closing a client that cannot keep up (1008)");
+                    break close(CloseCode::Policy, "too slow: the outbound queue stayed full");
+                }
+            }
+            Some(answer) = inflight.next(), if !inflight.is_empty() => s.push(&answer),
+            ready = poll_fn(|cx| Pin::new(&mut socket).poll_ready(cx)), if pending => {
+                if ready.is_err() {
+                    break Exit::Gone;
+                }
+                if let Some(m) = outbox.pop() {
+                    if Pin::new(&mut socket).start_send(m).is_err() {
+                        break Exit::Gone;
+                    }
+                }
+            }
+            _ = outbox.notified() => {}
+            frame = frames.recv(), if can_read => {
+                last_heard = Instant::now();
+                match frame {
+                    None => break Exit::Gone,
+                    Some(Ok(AggregatedMessage::Text(t))) => {
+                        if let Some(answer) = s.on_text(&t).await {
+                            inflight.push(answer);
+                        }
+                    }
+                    Some(Ok(AggregatedMessage::Binary(_))) => s.error(ErrorCode::BadRequest, "protocol v1 uses JSON text frames"),
+                    Some(Ok(AggregatedMessage::Ping(b))) => outbox.push(Message::Pong(b)),
+                    Some(Ok(AggregatedMessage::Pong(_))) => {}
+                    // Echo the client's close (RFC 6455 §5.5.1).
+                    Some(Ok(AggregatedMessage::Close(r))) => break Exit::Close(r),
+                    Some(Err(ProtocolError::Overflow)) => {
+                        break close(CloseCode::Size, &format!("frames above {} bytes are refused", ws.max_frame_bytes));
+                    }
+                    Some(Err(e)) => {
+                        tracing::debug!(session = s.member.id(), error = %e, "websocket protocol error");
+                        break close(CloseCode::Protocol, "websocket protocol error");
+                    }
+                }
+            }
+            _ = heartbeat.tick() => {
+                if last_heard.elapsed() > client_timeout {
+                    break close(CloseCode::Normal, "no frame from the client within the timeout");
+                }
+                outbox.ping();
+            }
+        }
+    };
+
+    if shutting_down {
+        // Submissions in flight were taken from the client: their answers are owed. Let them
+        // finish and go out before the close frame (bounded, so shutdown cannot hang).
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        while let Ok(Some(answer)) = tokio::time::timeout_at(deadline, inflight.next()).await {
+            s.push(&answer);
+        }
+        let flush = tokio::time::timeout_at(deadline, async {
+            while let Some(m) = outbox.pop() {
+                if futures_util::SinkExt::send(&mut socket, m).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let _ = flush.await;
+    }
+    // Leave the hub before the last await, so nothing more is offered to this session.
+    drop(s);
+    if let Exit::Close(reason) = exit {
+        let _ = tokio::time::timeout(CLOSE_WAIT, socket.close(reason)).await;
+    }
+}

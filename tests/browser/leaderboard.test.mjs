@@ -1,0 +1,225 @@
+// The live leaderboard page (`/?board=demo`) in headless Chromium: it shows the top, and scores
+// submitted by another client (admin HTTP) appear live with the right score, rank and highlight.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import {
+  addScore,
+  get,
+  launchBrowser,
+  newPage,
+  putBoard,
+  screenshot,
+  startStack,
+  waitConnState,
+  withDiagnostics,
+} from "./harness.mjs";
+
+const BOARD = "demo";
+
+describe("live leaderboard page", { timeout: 120_000 }, () => {
+  let stack;
+  let browser;
+  let page;
+  const diag = () => ({ stack, pages: [page] });
+
+  before(async () => {
+    stack = await startStack();
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  /** The rows of the top table as [{player, rank, score, dataScore, changed}]. */
+  const rows = () =>
+    page.$$eval("#rows tr[data-player]", (trs) =>
+      trs.map((tr) => ({
+        player: tr.dataset.player,
+        rank: tr.querySelector(".rank").textContent,
+        score: tr.querySelector(".score").textContent,
+        dataScore: tr.querySelector(".score").dataset.score,
+        changed: tr.classList.contains("changed"),
+      })),
+    );
+
+  /** Waits until the row of `player` shows `score` (raw, from data-score) and `rank` (text). */
+  const waitRow = (player, score, rank, timeout = 10_000) =>
+    page.waitForFunction(
+      ([player, score, rank]) => {
+        const tr = document.querySelector(`#rows tr[data-player="${player}"]`);
+        return (
+          tr &&
+          tr.querySelector(".score")?.dataset.score === String(score) &&
+          tr.querySelector(".rank")?.textContent === rank
+        );
+      },
+      [player, score, rank],
+      { timeout },
+    );
+
+  test("shows the top, then scores from another client appear live", () =>
+    withDiagnostics(diag, async () => {
+      const base = stack.base;
+      await putBoard(base, BOARD, { order: "desc", op: "incr" });
+      // The article's example, before the page opens.
+      await addScore(base, BOARD, "alice", 120);
+      await addScore(base, BOARD, "bob", 95);
+      await addScore(base, BOARD, "carol", 150);
+
+      page = await newPage(browser);
+      const res = await page.goto(`${base}/?board=${BOARD}`);
+      assert.equal(res.status(), 200);
+      await waitConnState(page, "open");
+
+      // The snapshot: carol 150, alice 120, bob 95, in that order.
+      await waitRow("bob", 95, "#3");
+      assert.deepEqual(
+        (await rows()).map((r) => [r.rank, r.player, r.dataScore]),
+        [
+          ["#1", "carol", "150"],
+          ["#2", "alice", "120"],
+          ["#3", "bob", "95"],
+        ],
+      );
+      // Numbers on screen are formatted by the wasm module.
+      assert.equal((await rows())[0].score, await page.evaluate(() => import("/sdk/scorecast.js").then((m) => m.formatThousands(150))));
+      await screenshot(page, "leaderboard-1-snapshot");
+
+      // Record every row that gets the `changed` highlight (it is removed again after a moment,
+      // so a poll alone could miss it).
+      await page.evaluate(() => {
+        window.__flashed = [];
+        const seen = (el) => el instanceof HTMLElement && el.matches("tr[data-player].changed") && window.__flashed.push(el.dataset.player);
+        new MutationObserver((records) => {
+          for (const r of records) {
+            if (r.type === "attributes") seen(r.target);
+            for (const n of r.addedNodes ?? []) seen(n);
+          }
+        }).observe(document.getElementById("rows"), { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
+      });
+
+      // bob +60 → 155: from third to first, the article's example.
+      const bob = await addScore(base, BOARD, "bob", 60);
+      assert.equal(bob.score, 155);
+      await waitRow("bob", 155, "#1");
+      await waitRow("carol", 150, "#2");
+      await waitRow("alice", 120, "#3");
+      await page.waitForFunction(() => window.__flashed.includes("bob"), null, { timeout: 5000 });
+      await screenshot(page, "leaderboard-2-bob-overtakes");
+
+      // A player the page has never seen: a new row with the right score and rank.
+      await addScore(base, BOARD, "dave", 1_234_567);
+      await waitRow("dave", 1234567, "#1");
+      await waitRow("bob", 155, "#2");
+      await page.waitForFunction(() => window.__flashed.includes("dave"), null, { timeout: 5000 });
+      const r = await rows();
+      assert.deepEqual(
+        r.map((x) => [x.rank, x.player, x.dataScore]),
+        [
+          ["#1", "dave", "1234567"],
+          ["#2", "bob", "155"],
+          ["#3", "carol", "150"],
+          ["#4", "alice", "120"],
+        ],
+      );
+      assert.equal(r[0].score, "1,234,567", "thousands separators from the wasm formatter");
+      // Same as the HTTP API says.
+      const top = await get(base, `/v1/boards/${BOARD}/top?limit=10`);
+      assert.deepEqual(
+        top.body.entries.map((e) => [`#${e.rank}`, e.player, String(e.score)]),
+        r.map((x) => [x.rank, x.player, x.dataScore]),
+      );
+      assert.equal(await page.textContent("#conn-state"), "open");
+      await screenshot(page, "leaderboard-3-new-player");
+    }));
+
+  test("a signed-in player's own row is pinned below the top, and moves up live", () =>
+    withDiagnostics(diag, async () => {
+      const base = stack.base;
+      await putBoard(base, "big", {});
+      for (let i = 1; i <= 25; i++) await addScore(base, "big", `p${String(i).padStart(2, "0")}`, 1000 + i);
+      // Sign in on /play (the token lands in localStorage) and score 1 point there.
+      const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+      const play = await context.newPage();
+      await play.goto(`${base}/play?board=big`);
+      await waitConnState(play, "open");
+      await play.fill("#guest-name", "pin");
+      await play.click("#guest-login");
+      await play.waitForFunction(() => window.__scorecast.sc.player === "guest-pin", null, { timeout: 10_000 });
+      const ack = await play.evaluate(() => window.__scorecast.sc.submit("big", 1));
+      assert.equal(ack.rank, 26);
+
+      // The leaderboard page in the same browser profile says hello with that token.
+      page = await newPage(browser, { context });
+      await page.goto(`${base}/?board=big`);
+      await waitConnState(page, "open");
+      await page.waitForFunction(() => document.querySelectorAll("#rows tr[data-player]").length === 20, null, {
+        timeout: 10_000,
+      });
+      await page.waitForFunction(
+        () => {
+          const tr = document.querySelector('#me-pin tr[data-player="guest-pin"]');
+          return tr && tr.querySelector(".rank").textContent === "#26" && tr.querySelector(".score").dataset.score === "1";
+        },
+        null,
+        { timeout: 10_000 },
+      );
+      assert.match(await page.textContent("#me-status"), /guest-pin/);
+      // The pin is sticky at the viewport's bottom: a full-page shot would draw it mid-table.
+      await screenshot(page, "leaderboard-5-pinned-own-row", { fullPage: false });
+
+      // Into the top: the row moves from the pin into the table.
+      await addScore(base, "big", "guest-pin", 5000);
+      await page.waitForFunction(
+        () => {
+          const tr = document.querySelector('#rows tr[data-player="guest-pin"]');
+          return (
+            tr?.querySelector(".rank").textContent === "#1" &&
+            tr.classList.contains("me") &&
+            document.querySelector("#me-pin tr") === null
+          );
+        },
+        null,
+        { timeout: 10_000 },
+      );
+      await screenshot(page, "leaderboard-6-own-row-on-top");
+      await context.close();
+    }));
+
+  test("phone-sized screen: compact numbers", () =>
+    withDiagnostics(diag, async () => {
+      const p = await newPage(browser, { viewport: { width: 390, height: 844 } });
+      await p.goto(`${stack.base}/?board=${BOARD}`);
+      await waitConnState(p, "open");
+      await p.waitForSelector('#rows tr[data-player="dave"]');
+      const compact = await p.evaluate(() => import("/sdk/scorecast.js").then((m) => m.formatCompact(1234567)));
+      assert.notEqual(compact, "1,234,567");
+      await p.waitForFunction(
+        (c) => document.querySelector('#rows tr[data-player="dave"] .score').textContent === c,
+        compact,
+        { timeout: 5000 },
+      );
+      // Nothing sticks out sideways.
+      assert.ok(await p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
+      await screenshot(p, "leaderboard-7-phone");
+      await p.context().close();
+    }));
+
+  test("an unknown board says so", () =>
+    withDiagnostics(diag, async () => {
+      const p = await newPage(browser);
+      await p.goto(`${stack.base}/?board=no-such-board`);
+      await waitConnState(p, "open");
+      await p.waitForFunction(() => {
+        const e = document.getElementById("error");
+        return e && !e.hidden && e.textContent.includes("does not exist");
+      }, null, { timeout: 10_000 });
+      assert.equal(await p.locator("#rows tr").count(), 0);
+      await screenshot(p, "leaderboard-4-unknown-board");
+      await p.context().close();
+    }));
+});

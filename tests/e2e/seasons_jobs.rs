@@ -1,0 +1,289 @@
+//! Scorecast's own jobs (DESIGN §7, issue 5): season rollover at each calendar season's end,
+//! reward grants for the finished season's top players (once, even when a job runs twice),
+//! and notify messages through the `Notifier` hook. Time is injected (Clock::Manual).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use reqwest::Method;
+use scorecast_server::clock::Clock;
+use scorecast_server::jobs::{self, Notifier, RewardPayload, RolloverPayload};
+use scorecast_server::queue::Job;
+use scorecast_shared::{BoardConfig, Id, Reset};
+use scorecast_tests::{spawn_app_with, TestApp};
+use serde_json::{json, Value};
+
+/// 2025-03-10T12:00:00Z (a Monday).
+const T0: i64 = 1_741_608_000_000;
+/// 2025-03-11T00:00:00Z: the end of the daily season 2025-03-10.
+const DAY_END: i64 = 1_741_651_200_000;
+/// 2025-03-12T00:00:00Z.
+const NEXT_END: i64 = DAY_END + 86_400_000;
+
+fn id(s: &str) -> Id {
+    Id::parse(s).unwrap()
+}
+
+/// Records what would be pushed to players' WebSockets.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<(String, String, Value)>>);
+
+impl Notifier for Recorder {
+    fn notify(&self, player: &Id, kind: &str, payload: &Value) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .push((player.to_string(), kind.to_owned(), payload.clone()));
+        1
+    }
+}
+
+async fn manual_app() -> TestApp {
+    spawn_app_with(|s| s.workers = false, Clock::manual(T0)).await
+}
+
+/// Season rollover end to end with injected time: the new season key is active, the old one
+/// stays readable, reward jobs for the top N are enqueued in rank order, each reward is
+/// granted once even when its job (or the rollover job) runs twice, one notify per grant,
+/// and the next rollover is scheduled.
+#[tokio::test]
+async fn season_rollover_end_to_end() {
+    // Arrange: a daily board with rewards for the top 3, scores in the 2025-03-10 season.
+    let app = manual_app().await;
+    app.board("arena", json!({"reset": "daily", "rewards_top": 3}))
+        .await;
+    let q = jobs::queue(&app.state);
+    let counts = q.counts().await.unwrap();
+    assert_eq!(
+        (counts.ready, counts.delayed),
+        (0, 1),
+        "the board's rollover is scheduled"
+    );
+    for (player, points) in [
+        ("alice", 50),
+        ("bob", 80),
+        ("carol", 70),
+        ("dave", 10),
+        ("erin", 60),
+    ] {
+        let r = app.score("arena", player, points).await;
+        assert_eq!(r["season"], "2025-03-10");
+    }
+    let rec = Recorder::default();
+    assert!(
+        jobs::run_next(&app.state, &rec).await.unwrap().is_none(),
+        "not due before the season ends"
+    );
+
+    // Act: the season ends; the rollover job runs.
+    app.clock.set(DAY_END);
+    let (job, ok) = jobs::run_next(&app.state, &rec)
+        .await
+        .unwrap()
+        .expect("the rollover is due");
+    assert_eq!(
+        (job.kind.as_str(), job.id.as_str(), ok),
+        ("season.rollover", "rollover.arena.2025-03-10", true)
+    );
+
+    // The new season is active; the old one is readable.
+    let r = app.score("arena", "alice", 5).await;
+    assert_eq!(r["season"], "2025-03-11");
+    let old = app.get("/v1/boards/arena/top?season=2025-03-10").await;
+    assert_eq!(old.body["entries"][0]["player"], "bob");
+    assert_eq!(old.body["total"], 5);
+    let new = app.get("/v1/boards/arena/top").await;
+    assert_eq!(
+        (new.body["season"].as_str(), new.body["total"].as_u64()),
+        (Some("2025-03-11"), Some(1))
+    );
+
+    // Reward jobs for the top 3, claimed in rank order; the next rollover is delayed.
+    let counts = q.counts().await.unwrap();
+    assert_eq!((counts.ready, counts.delayed), (3, 1));
+    let mut claimed = Vec::new();
+    while let Some(c) = q.claim(Duration::from_secs(30)).await.unwrap() {
+        claimed.push(c);
+    }
+    let order: Vec<(String, u64, u8)> = claimed
+        .iter()
+        .map(|c| {
+            let p: RewardPayload = c.job.payload_as().unwrap();
+            (p.player, p.rank, c.job.priority)
+        })
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            ("bob".into(), 1, 0),
+            ("carol".into(), 2, 1),
+            ("erin".into(), 3, 2)
+        ]
+    );
+
+    // Each reward job runs twice (a redelivery), then is acked: granted once, notified once.
+    for c in &claimed {
+        jobs::handle(&app.state, &rec, &c.job).await.unwrap();
+        jobs::handle(&app.state, &rec, &c.job).await.unwrap();
+        q.ack(&id(&c.job.id), &c.lease.token).await.unwrap();
+    }
+    let grants = rewards(&app, "arena").await;
+    assert_eq!(grants.len(), 3);
+    assert_eq!(grants["2025-03-10:bob"]["rank"], 1);
+    assert_eq!(grants["2025-03-10:erin"]["score"], 60);
+    assert_eq!(
+        q.counts().await.unwrap().ready,
+        3,
+        "one notify job per grant"
+    );
+    while jobs::run_next(&app.state, &rec).await.unwrap().is_some() {}
+    let sent = rec.0.lock().unwrap().clone();
+    let players: Vec<&str> = sent.iter().map(|(p, _, _)| p.as_str()).collect();
+    assert_eq!(players, ["bob", "carol", "erin"]);
+    assert!(sent
+        .iter()
+        .all(|(_, kind, payload)| kind == "reward" && payload["season"] == "2025-03-10"));
+
+    // The rollover job runs a second time: rewards are enqueued again but granted nothing new.
+    let again = RolloverPayload {
+        board: "arena".into(),
+        season: "2025-03-10".into(),
+        end_ms: DAY_END,
+    };
+    jobs::handle(&app.state, &rec, &job_of("season.rollover", &again))
+        .await
+        .unwrap();
+    while jobs::run_next(&app.state, &rec).await.unwrap().is_some() {}
+    assert_eq!(
+        rewards(&app, "arena").await,
+        grants,
+        "granted once, records unchanged"
+    );
+    assert_eq!(rec.0.lock().unwrap().len(), 3, "no second notify");
+
+    // Only the next rollover remains, due at the end of 2025-03-11.
+    let counts = q.counts().await.unwrap();
+    assert_eq!(
+        (counts.ready, counts.delayed, counts.processing, counts.dead),
+        (0, 1, 0, 0)
+    );
+    app.clock.set(NEXT_END);
+    let (job, _) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!(job.id, "rollover.arena.2025-03-11");
+    // Only alice scored that season: one reward.
+    let (job, _) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!(job.payload_as::<RewardPayload>().unwrap().player, "alice");
+}
+
+/// Calendar boards from the configuration get their rollover scheduled at start-up, once
+/// (ISO week names); a `never` board gets none; a season nobody scored in rewards nobody.
+#[tokio::test]
+async fn rollovers_are_scheduled_at_start_up_for_calendar_boards() {
+    let app = spawn_app_with(
+        |s| {
+            s.workers = false;
+            let weekly = BoardConfig {
+                reset: Reset::Weekly,
+                rewards_top: 2,
+                ..Default::default()
+            };
+            s.boards.insert("weekly".into(), weekly);
+            s.boards.insert("forever".into(), BoardConfig::default());
+        },
+        Clock::manual(T0),
+    )
+    .await;
+    let q = jobs::queue(&app.state);
+    assert_eq!(q.counts().await.unwrap().delayed, 1);
+    assert_eq!(
+        jobs::schedule_rollovers(&app.state).await.unwrap(),
+        0,
+        "idempotent"
+    );
+    // Monday 2025-03-17 00:00 ends ISO week 2025-W11.
+    app.clock.set(T0 + 7 * 86_400_000 - 12 * 3_600_000);
+    let rec = Recorder::default();
+    let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!((job.id.as_str(), ok), ("rollover.weekly.2025-W11", true));
+    let counts = q.counts().await.unwrap();
+    assert_eq!(
+        (counts.ready, counts.delayed),
+        (0, 1),
+        "no scores, no rewards; next week scheduled"
+    );
+}
+
+/// With the workers running (real clock), the job workers pick up Scorecast's jobs by
+/// themselves: a reward.grant job ends as a grant record, and a job of unknown kind is retried
+/// with backoff rather than lost.
+#[tokio::test]
+async fn the_job_workers_run_in_the_background() {
+    let app = spawn_app_with(|_| {}, Clock::Redis).await;
+    app.board("b", json!({})).await;
+    let q = jobs::queue(&app.state);
+    let reward = RewardPayload {
+        board: "b".into(),
+        season: "all".into(),
+        player: "zoe".into(),
+        rank: 1,
+        score: 9,
+    };
+    q.enqueue(scorecast_server::queue::NewJob::new(&id("reward.grant"), &reward).unwrap())
+        .await
+        .unwrap();
+    q.enqueue(
+        scorecast_server::queue::NewJob::new(&id("mystery"), &json!({}))
+            .unwrap()
+            .id(id("m")),
+    )
+    .await
+    .unwrap();
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let c = q.counts().await.unwrap();
+        if rewards(&app, "b").await.len() == 1
+            && c.ready == 0
+            && c.processing == 0
+            && c.delayed == 1
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "workers did not process the jobs: {c:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = app
+        .call(Method::GET, "/admin/queues/scorecast/dead", None, true)
+        .await;
+    assert_eq!(
+        r.body["total"], 0,
+        "the failed job backs off, it is not dead yet"
+    );
+}
+
+fn job_of(kind: &str, payload: &impl serde::Serialize) -> Job {
+    // Through text: a RawValue payload only deserialises from a string.
+    let text = json!({
+        "id": "manual",
+        "kind": kind,
+        "payload": payload,
+        "priority": 0,
+        "attempts": 1,
+        "max_attempts": 5,
+    })
+    .to_string();
+    serde_json::from_str(&text).unwrap()
+}
+
+async fn rewards(app: &TestApp, board: &str) -> HashMap<String, Value> {
+    let mut c = app.redis_conn().await;
+    let raw: HashMap<String, String> = c.hgetall(format!("lb:{{{board}}}:rewards")).await.unwrap();
+    raw.into_iter()
+        .map(|(k, v)| (k, serde_json::from_str(&v).unwrap()))
+        .collect()
+}
