@@ -60,6 +60,8 @@ impl fmt::Display for AppError {
     }
 }
 
+impl std::error::Error for AppError {}
+
 impl From<redis::RedisError> for AppError {
     fn from(e: redis::RedisError) -> AppError {
         tracing::warn!(error = %e, "redis call failed");

@@ -16,6 +16,19 @@ fn id(s: &str) -> Id {
     Id::parse(s).unwrap()
 }
 
+/// A player's submission through the core, with the board's own op and limits.
+fn submission(board: &str, player: &str, sid: &str, points: i64) -> Submission {
+    Submission {
+        board: id(board),
+        player: id(player),
+        id: id(sid),
+        points,
+        op: None,
+        name: None,
+        skip_limit: false,
+    }
+}
+
 fn players(v: &Value) -> Vec<(String, i64)> {
     v["entries"]
         .as_array()
@@ -306,15 +319,7 @@ async fn concurrent_increments_are_atomic() {
         let st = app.state.clone();
         tasks.push(tokio::spawn(async move {
             for i in 0..250 {
-                let s = Submission {
-                    board: id("race"),
-                    player: id("p"),
-                    id: id(&format!("t{t}-{i}")),
-                    points: 1,
-                    op: None,
-                    name: None,
-                    skip_limit: false,
-                };
+                let s = submission("race", "p", &format!("t{t}-{i}"), 1);
                 st.submit(&s).await.unwrap();
             }
         }));
@@ -338,15 +343,7 @@ async fn same_submission_id_counts_once() {
     for _ in 0..8 {
         let st = app.state.clone();
         tasks.push(tokio::spawn(async move {
-            let s = Submission {
-                board: id("dup"),
-                player: id("p"),
-                id: id("c-17"),
-                points: 60,
-                op: None,
-                name: None,
-                skip_limit: false,
-            };
+            let s = submission("dup", "p", "c-17", 60);
             st.submit(&s).await.unwrap()
         }));
     }
@@ -359,15 +356,7 @@ async fn same_submission_id_counts_once() {
     assert_eq!(firsts, 1);
     assert_eq!(app.get("/v1/boards/dup/players/p").await.body["score"], 60);
     // The same id for another player is another submission.
-    let other = Submission {
-        board: id("dup"),
-        player: id("q"),
-        id: id("c-17"),
-        points: 5,
-        op: None,
-        name: None,
-        skip_limit: false,
-    };
+    let other = submission("dup", "q", "c-17", 5);
     assert!(!app.state.submit(&other).await.unwrap().duplicate);
 }
 
@@ -382,15 +371,7 @@ async fn submit_limit_and_dedup_order() {
         json!({"submit_limit": {"limit": 2, "window_ms": 1000}, "max_points_per_submit": 100}),
     )
     .await;
-    let sub = |sid: &str, points: i64| Submission {
-        board: id("lim"),
-        player: id("p"),
-        id: id(sid),
-        points,
-        op: None,
-        name: None,
-        skip_limit: false,
-    };
+    let sub = |sid: &str, points: i64| submission("lim", "p", sid, points);
     app.state.submit(&sub("a", 1)).await.unwrap();
     app.state.submit(&sub("b", 1)).await.unwrap();
     let before = app.dump().await;
@@ -465,13 +446,8 @@ async fn names_come_from_the_submission() {
     let app = spawn_app().await;
     app.board("n", json!({})).await;
     let s = Submission {
-        board: id("n"),
-        player: id("alice"),
-        id: id("1"),
-        points: 3,
-        op: None,
         name: Some("Alice A.".into()),
-        skip_limit: false,
+        ..submission("n", "alice", "1", 3)
     };
     app.state.submit(&s).await.unwrap();
     let top = app.get("/v1/boards/n/top").await;

@@ -56,10 +56,14 @@ struct Args {
     bench_requests: u64,
     bench_clients: u32,
     bench_pipeline: u32,
+    queue_jobs: u64,
+    queue_workers: usize,
+    queue_producers: usize,
 }
 
 const USAGE: &str = "loadgen [--players N=200] [--spectators K=20] [--seconds S=10] [--max-submissions M=2000000]
-        [--idle C=2000] [--probe-ms P=100] [--bench-requests R=200000] [--bench-clients 50] [--bench-pipeline 16]";
+        [--idle C=2000] [--probe-ms P=100] [--bench-requests R=200000] [--bench-clients 50] [--bench-pipeline 16]
+        [--queue-jobs J=20000] [--queue-workers W=8] [--queue-producers P=64]";
 
 impl Args {
     fn parse(argv: &[String]) -> anyhow::Result<Args> {
@@ -73,6 +77,9 @@ impl Args {
             bench_requests: 200_000,
             bench_clients: 50,
             bench_pipeline: 16,
+            queue_jobs: 20_000,
+            queue_workers: 8,
+            queue_producers: 64,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -96,6 +103,9 @@ impl Args {
                 "--bench-requests" => a.bench_requests = n,
                 "--bench-clients" => a.bench_clients = n as u32,
                 "--bench-pipeline" => a.bench_pipeline = n as u32,
+                "--queue-jobs" => a.queue_jobs = n.max(1),
+                "--queue-workers" => a.queue_workers = (n as usize).max(1),
+                "--queue-producers" => a.queue_producers = (n as usize).max(1),
                 _ => bail!("unknown flag {flag}\n{USAGE}"),
             }
         }
@@ -413,53 +423,15 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         // player, submission id, points, op, name, now, limiter member, skip limit
         &["rb-__rand_int__", "__rand_int__", "1", "", "", "", "m", ""]
     };
-    let port = redis.port.to_string();
-    let (clients, requests, pipeline) = (
-        a.bench_clients.to_string(),
-        a.bench_requests.to_string(),
-        a.bench_pipeline.to_string(),
-    );
-    let mut rb_args: Vec<&str> = vec![
-        "-h",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-c",
-        &clients,
-        "-n",
-        &requests,
-        "-P",
-        &pipeline,
-        "-r",
-        "1000000000",
-        "-q",
-        "EVALSHA",
-        &sha,
-        "1",
-        &config_key,
-    ];
-    rb_args.extend_from_slice(argv);
-    let out = Command::new(&rb_bin)
-        .args(&rb_args)
-        .output()
-        .with_context(|| format!("running {rb_bin}"))?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    // `-q` prints progress lines separated by \r, then "<name>: <rps> requests per second, ...".
-    let rb_rps: f64 = text
-        .rsplit('\r')
-        .find_map(|chunk| {
-            let before = chunk
-                .split(" requests per second")
-                .next()
-                .filter(|_| chunk.contains(" requests per second"))?;
-            before.split_whitespace().last()?.parse().ok()
-        })
-        .with_context(|| {
-            format!(
-                "could not read redis-benchmark's result from {text:?} {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })?;
+    let rb = RedisBenchmark {
+        bin: &rb_bin,
+        port: redis.port,
+        clients: a.bench_clients,
+        pipeline: a.bench_pipeline,
+    };
+    let mut call = vec!["EVALSHA", sha.as_str(), "1", config_key.as_str()];
+    call.extend_from_slice(argv);
+    let rb_rps = rb.run(a.bench_requests, &call)?;
     // A refused script call would make redis-benchmark fast and meaningless: check it counted.
     let total: u64 = redis::cmd("ZCARD")
         .arg(format!("lb:{{{BOARD}}}:s:all"))
@@ -521,7 +493,154 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         per_conn / 4096.0
     );
     drop(server);
+    queue_bench(&redis, &a, &rb).await?;
     drop(redis);
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `redis-benchmark` against the bench's Redis, pipelined, with `-r` so `__rand_int__` gives
+/// fresh ids.
+struct RedisBenchmark<'a> {
+    bin: &'a str,
+    port: u16,
+    clients: u32,
+    pipeline: u32,
+}
+
+impl RedisBenchmark<'_> {
+    /// Runs `command` `requests` times; returns requests per second.
+    fn run(&self, requests: u64, command: &[&str]) -> anyhow::Result<f64> {
+        let out = Command::new(self.bin)
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-c", &self.clients.to_string(), "-n", &requests.to_string()])
+            .args(["-P", &self.pipeline.to_string(), "-r", "1000000000", "-q"])
+            .args(command)
+            .output()
+            .with_context(|| format!("running {}", self.bin))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // `-q` prints progress lines separated by \r, then "<name>: <rps> requests per second, ...".
+        text.rsplit('\r')
+            .find_map(|chunk| {
+                let before = chunk
+                    .split(" requests per second")
+                    .next()
+                    .filter(|_| chunk.contains(" requests per second"))?;
+                before.split_whitespace().last()?.parse().ok()
+            })
+            .with_context(|| {
+                format!(
+                    "could not read redis-benchmark's result from {text:?} {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+    }
+}
+
+/// Queues (issue 5): enqueue/s from `--queue-producers` concurrent producers, then claim+ack/s
+/// with as many workers, through the library on the shared connection; and `redis-benchmark`
+/// running the same enqueue and claim scripts on the same Redis.
+async fn queue_bench(
+    redis: &RedisProcess,
+    a: &Args,
+    rb: &RedisBenchmark<'_>,
+) -> anyhow::Result<()> {
+    use scorecast_server::queue::{NewJob, Queues};
+
+    let conn = scorecast_server::startup::connect(&redis.url()).await?;
+    let queues = Queues::new(
+        conn.clone(),
+        redis::Client::open(redis.url())?,
+        scorecast_server::clock::Clock::Redis,
+        Default::default(),
+    );
+    let q = queues.get(&Id::parse("bench-q")?);
+    let kind = Id::parse("bench")?;
+    let (n, w, p) = (
+        a.queue_jobs,
+        a.queue_workers as u64,
+        a.queue_producers as u64,
+    );
+
+    let start = Instant::now();
+    let producers: Vec<_> = (0..p)
+        .map(|first| {
+            let (q, kind) = (q.clone(), kind.clone());
+            tokio::spawn(async move {
+                for i in (first..n).step_by(p as usize) {
+                    let job =
+                        NewJob::new(&kind, &json!({"n": i}))?.id(Id::parse(&format!("j{i}"))?);
+                    q.enqueue(job).await?;
+                }
+                Ok::<_, anyhow::Error>(())
+            })
+        })
+        .collect();
+    for t in producers {
+        t.await??;
+    }
+    let enqueue_rate = n as f64 / start.elapsed().as_secs_f64();
+
+    let processed = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let workers: Vec<_> = (0..w)
+        .map(|_| {
+            let (q, processed) = (q.clone(), processed.clone());
+            tokio::spawn(async move {
+                while let Some(c) = q.claim(Duration::from_secs(30)).await? {
+                    q.ack(&Id::parse(&c.job.id)?, &c.lease.token).await?;
+                    processed.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok::<_, anyhow::Error>(())
+            })
+        })
+        .collect();
+    for t in workers {
+        t.await??;
+    }
+    let pair_rate = n as f64 / start.elapsed().as_secs_f64();
+    let done = processed.load(Ordering::Relaxed);
+    anyhow::ensure!(done == n, "processed {done} of {n} jobs");
+
+    // The same scripts under redis-benchmark, on another queue of the same Redis.
+    let mut c = conn.clone();
+    let enqueue_sha: String = scorecast_server::scripts::Q_ENQUEUE
+        .prepare_invoke()
+        .load_async(&mut c)
+        .await?;
+    let claim_sha: String = scorecast_server::scripts::Q_CLAIM
+        .prepare_invoke()
+        .load_async(&mut c)
+        .await?;
+    let keys = scorecast_server::keys::queue(&Id::parse("rb-q")?);
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let body = r#"{"id":"x","kind":"bench","payload":{"n":1}}"#;
+    let mut enqueue = vec!["EVALSHA", enqueue_sha.as_str(), "8"];
+    enqueue.extend_from_slice(&keys);
+    enqueue.extend_from_slice(&["rb-__rand_int__", body, "5", "5", "", "", ""]);
+    let rb_enqueue = rb.run(n, &enqueue)?;
+    let ready: u64 = redis::cmd("ZCARD").arg(keys[0]).query_async(&mut c).await?;
+    let mut claim = vec!["EVALSHA", claim_sha.as_str(), "8"];
+    claim.extend_from_slice(&keys);
+    claim.extend_from_slice(&["token-from-the-server", "30000", "", "16"]);
+    let rb_claim = rb.run(ready, &claim)?;
+    let left: u64 = redis::cmd("ZCARD").arg(keys[0]).query_async(&mut c).await?;
+
+    println!("queues ({n} jobs, {p} producers / {w} workers, library on the shared connection)");
+    println!("  enqueue                      {enqueue_rate:>10.0} /s");
+    println!("  claim + ack (pairs)          {pair_rate:>10.0} /s   (every job exactly once: {done}/{n})");
+    println!("  redis-benchmark q_enqueue    {rb_enqueue:>10.0} /s");
+    println!(
+        "  redis-benchmark q_claim      {rb_claim:>10.0} /s   ({ready} jobs claimed, {left} left)"
+    );
+    println!("ratios");
+    println!(
+        "  enqueue / redis-benchmark enqueue   {:.3}",
+        enqueue_rate / rb_enqueue
+    );
+    println!(
+        "  claim+ack / redis-benchmark claim   {:.3}   (a pair is two script calls: 0.5 = Redis-bound)",
+        pair_rate / rb_claim
+    );
     Ok(())
 }
