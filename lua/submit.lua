@@ -12,7 +12,8 @@
 -- Order for each: dedup (so a retried success is never rate limited) -> limiter check ->
 -- compute the new score and check its range -> write: score, limiter entry, name, audit log,
 -- dedup record. A rejection writes nothing. If any score changed, `seq` is bumped once and one
--- event is published for the batch.
+-- event is published for the batch; each result carries the seq the board had once it was
+-- applied (base + 1 if it changed a score, else base).
 --
 -- Returns one entry per submission, in order:
 --   {'ok', season, points, rank, previous_rank (-1 = none), seq, duplicate (0/1), reached_ms (-1 = none)}
@@ -25,8 +26,8 @@ local cfg = load_config(KEYS[1])
 
 local results = {}
 local changes = {}
-local pending_seq = {} -- results whose seq is only known once the batch is done
 local season, season_start
+local base_seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
 
 local function submit_one(player, sub_id, points, op, name, member, skip_limit)
   if not cfg then return {'err', 'unknown_board', 'no board ' .. board, 0, 0, 0} end
@@ -107,12 +108,13 @@ local function submit_one(player, sub_id, points, op, name, member, skip_limit)
   redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*',
     'player', player, 'points', fmt(points), 'op', op, 'score', fmt(new_points),
     'rank', fmt(rank), 'season', season, 'id', sub_id, 'time_ms', fmt(now))
-  local result = {'ok', season, new_points, rank, prev_rank, 0, 0, reached}
-  pending_seq[#pending_seq + 1] = {result, dedup_key}
-  -- Recorded at once so a retry later in this same batch is a duplicate; rewritten below with
-  -- the batch's seq.
-  redis.call('SET', dedup_key, season .. '|' .. fmt(new_points) .. '|' .. fmt(rank) .. '|' .. fmt(prev_rank) .. '|0|' .. fmt(reached), 'EX', 86400)
-  return result
+  -- The board's seq once this submission is applied: a change bumps it (once for the whole
+  -- batch, below), an unchanged score leaves it where it was.
+  local seq = base_seq
+  if new_score ~= old_score then seq = base_seq + 1 end
+  -- Recorded at once, so a retry later in this same batch is already a duplicate.
+  redis.call('SET', dedup_key, season .. '|' .. fmt(new_points) .. '|' .. fmt(rank) .. '|' .. fmt(prev_rank) .. '|' .. fmt(seq) .. '|' .. fmt(reached), 'EX', 86400)
+  return {'ok', season, new_points, rank, prev_rank, seq, 0, reached}
 end
 
 if cfg then season, season_start = current_season(prefix, cfg, now) end
@@ -120,16 +122,8 @@ for i = 2, #ARGV, 7 do
   results[#results + 1] = submit_one(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
 end
 
--- One seq bump and one event for the whole batch; then the dedup records, which carry the seq.
-local seq
+-- One seq bump and one event for the whole batch.
 if #changes > 0 then
-  seq = publish_change(prefix, board, season, ',"changes":[' .. table.concat(changes, ',') .. ']')
-else
-  seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
-end
-for _, p in ipairs(pending_seq) do
-  local r = p[1]
-  r[6] = seq
-  redis.call('SET', p[2], r[2] .. '|' .. fmt(r[3]) .. '|' .. fmt(r[4]) .. '|' .. fmt(r[5]) .. '|' .. fmt(seq) .. '|' .. fmt(r[8]), 'EX', 86400)
+  publish_change(prefix, board, season, ',"changes":[' .. table.concat(changes, ',') .. ']')
 end
 return results
