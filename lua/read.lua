@@ -9,7 +9,7 @@
 -- around:  ARGV[4] player, ARGV[5] radius
 -- players: ARGV[4..] players
 --
--- Returns {'ok', season, total, seq, entries...} where entries are flat groups of five:
+-- Returns {'ok', season, total, seq, season start_ms, entries...} where entries are flat groups of five:
 -- player, points, rank, name ('' = none), reached_ms (-1 = none); or {'err', code, message}.
 
 local prefix = string.sub(KEYS[1], 1, -7)
@@ -22,7 +22,7 @@ if not season then return {'err', 'unknown_season', 'no season ' .. ARGV[2]} end
 local key = prefix .. 's:' .. season
 local total = redis.call('ZCARD', key)
 local seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
-local out = {'ok', season, total, seq}
+local out = {'ok', season, total, seq, start}
 local function append(rows)
   for _, v in ipairs(rows) do out[#out + 1] = v end
 end

@@ -63,6 +63,8 @@ pub struct Accepted {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Page {
     pub season: String,
+    /// When the season started, ms since the epoch.
+    pub start_ms: i64,
     pub total: u64,
     pub seq: u64,
     pub entries: Vec<Entry>,
@@ -286,8 +288,8 @@ impl Store {
             .first()
             .and_then(as_string)
             .ok_or_else(|| bad_reply("season"))?;
-        let (total, seq) = (n(1)? as u64, n(2)? as u64);
-        let mut entries = r[3..]
+        let (total, seq, start_ms) = (n(1)? as u64, n(2)? as u64, n(3)?);
+        let mut entries = r[4..]
             .chunks_exact(5)
             .map(|e| {
                 Some(Entry {
@@ -306,6 +308,7 @@ impl Store {
         }
         Ok(Page {
             season,
+            start_ms,
             total,
             seq,
             entries,
@@ -323,14 +326,13 @@ impl Store {
                     limit: 0,
                 },
             )
-            .await?
-            .season;
+            .await?;
         let mut c = self.conn.clone();
         let listed: Vec<(String, f64)> = c.zrange_withscores(keys::seasons(board), 0, -1).await?;
         let mut out: Vec<SeasonInfo> = listed
             .into_iter()
             .map(|(season, start)| SeasonInfo {
-                current: season == current,
+                current: season == current.season,
                 season,
                 start_ms: start as i64,
             })
@@ -338,8 +340,8 @@ impl Store {
         if !out.iter().any(|s| s.current) {
             // A calendar season nobody has scored in yet.
             out.push(SeasonInfo {
-                season: current,
-                start_ms: -1,
+                season: current.season,
+                start_ms: current.start_ms,
                 current: true,
             });
         }

@@ -528,6 +528,12 @@ async fn daily_seasons_turn_over_exactly_at_midnight_utc() {
     let app = spawn_app_with(|_| {}, clock.clone()).await;
     app.board("d", json!({"reset": "daily", "keep_seasons": 1}))
         .await;
+    // Before anyone scores, the current season is still listed, with its start.
+    let seasons = app.get("/v1/boards/d/seasons").await;
+    assert_eq!(
+        seasons.body["seasons"],
+        json!([{"season": "2026-02-28", "start_ms": midnight - 86_400_000, "current": true}])
+    );
     assert_eq!(app.score("d", "a", 1).await["season"], "2026-02-28");
     clock.advance(1);
     assert_eq!(app.score("d", "a", 2).await["season"], "2026-03-01");
