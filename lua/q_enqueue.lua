@@ -8,10 +8,18 @@
 --
 -- Returns {'ok', 'ready' | 'delayed', due_ms, now_ms}
 --      or {'err', 'conflict', message} when a job with this id is present (nothing written).
+-- A job is present when it is in ready, delayed, processing or dead.
 
 local id = ARGV[1]
 if redis.call('HEXISTS', Q.jobs, id) == 1 then
-  return {'err', 'conflict', 'job ' .. id .. ' is already in this queue'}
+  -- A body in none of the four sets is what an at-most-once `take` leaves when its process dies
+  -- between BZPOPMIN and reading the body: that job is gone, so its id is free again.
+  local present = redis.call('ZSCORE', Q.ready, id) or redis.call('ZSCORE', Q.delayed, id)
+    or redis.call('ZSCORE', Q.processing, id) or redis.call('ZSCORE', Q.dead, id)
+  if present then
+    return {'err', 'conflict', 'job ' .. id .. ' is already in this queue'}
+  end
+  q_forget(id)
 end
 local now = now_ms(ARGV[7])
 local due = now

@@ -9,6 +9,12 @@
 local id = ARGV[1]
 local body = redis.call('HGET', Q.jobs, id)
 if not body then return {'none'} end
+-- Between the pop and this step the id was free (q_enqueue treats a body in no set as gone),
+-- so a new job may have taken it: that one is not ours to deliver or forget.
+if redis.call('ZSCORE', Q.ready, id) or redis.call('ZSCORE', Q.delayed, id)
+    or redis.call('ZSCORE', Q.processing, id) or redis.call('ZSCORE', Q.dead, id) then
+  return {'none'}
+end
 local attempts = q_num(id, 'a') + 1
 q_forget(id)
 return {'ok', id, body, attempts}

@@ -34,9 +34,9 @@ pub struct Cli {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
     /// Redis URL (redis://host:port/db); none starts an embedded redis-server.
-    #[arg(long, env = "SCORECAST_REDIS_URL")]
+    #[arg(long, env = "SCORECAST_REDIS_URL", hide_env_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub redis_url: Option<String>,
+    pub redis_url: Option<Secret>,
     /// Bearer token for /admin.
     #[arg(long, env = "SCORECAST_ADMIN_TOKEN", hide_env_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,7 +135,8 @@ impl Default for QueueSettings {
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub listen: SocketAddr,
-    pub redis_url: Option<String>,
+    /// May carry a password, so it prints as a secret.
+    pub redis_url: Option<Secret>,
     pub admin_token: Option<Secret>,
     pub token_secret: Option<Secret>,
     pub web_dir: PathBuf,

@@ -34,9 +34,20 @@ pub struct Application {
 /// How long a Redis reply may take before the call fails with `unavailable`.
 const REDIS_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// `url` without its password, for messages (DESIGN §9: secrets never appear in logs).
+pub fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// A connection manager (multiplexed, reconnecting) for `url`.
 pub async fn connect(url: &str) -> anyhow::Result<ConnectionManager> {
-    let client = redis::Client::open(url).with_context(|| format!("bad redis url {url}"))?;
+    let client =
+        redis::Client::open(url).with_context(|| format!("bad redis url {}", redacted(url)))?;
     let cfg = ConnectionManagerConfig::new()
         .set_response_timeout(Some(REDIS_RESPONSE_TIMEOUT))
         .set_connection_timeout(Some(Duration::from_secs(1)))
@@ -44,7 +55,7 @@ pub async fn connect(url: &str) -> anyhow::Result<ConnectionManager> {
         .set_max_delay(Duration::from_millis(500));
     ConnectionManager::new_with_config(client, cfg)
         .await
-        .with_context(|| format!("cannot reach redis at {url}"))
+        .with_context(|| format!("cannot reach redis at {}", redacted(url)))
 }
 
 impl Application {
@@ -55,7 +66,7 @@ impl Application {
 
     pub async fn build_with_clock(settings: Settings, clock: Clock) -> anyhow::Result<Application> {
         let (url, embedded) = match &settings.redis_url {
-            Some(url) => (url.clone(), None),
+            Some(url) => (url.expose().to_owned(), None),
             None => {
                 let p = RedisProcess::start(&settings.data_dir, true)?;
                 tracing::info!(port = p.port, dir = %settings.data_dir.display(), "started embedded redis-server (AOF on)");
@@ -108,6 +119,15 @@ impl Application {
             App::new()
                 .app_data(data.clone())
                 .wrap(actix_web::middleware::Compress::default())
+                .wrap_fn(|req, srv| {
+                    use actix_web::dev::Service;
+                    let fut = srv.call(req);
+                    async move {
+                        let mut res = fut.await?;
+                        crate::http::cors_v1(&mut res);
+                        Ok(res)
+                    }
+                })
                 .configure(crate::http::routes)
                 .configure(crate::ws::routes)
                 .service(actix_files::Files::new("/", &web_dir))
@@ -163,5 +183,17 @@ impl Application {
             p.shutdown();
         }
         Ok(r?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redis_passwords_are_redacted() {
+        assert_eq!(
+            super::redacted("redis://:hunter2@db:6379/0"),
+            "redis://***@db:6379/0"
+        );
+        assert_eq!(super::redacted("redis://db:6379/"), "redis://db:6379/");
     }
 }

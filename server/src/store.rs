@@ -20,8 +20,14 @@ pub struct Store {
     conn: ConnectionManager,
     clock: Clock,
     /// One group-commit queue per board (see [`Store::submit`]).
-    batchers: Arc<Mutex<HashMap<Id, mpsc::UnboundedSender<Pending>>>>,
+    batchers: Batchers,
+    batcher_idle: std::time::Duration,
 }
+
+type Batchers = Arc<Mutex<HashMap<Id, mpsc::UnboundedSender<Pending>>>>;
+
+/// A board's batcher stops after this long without submissions (the next one starts it again).
+pub const BATCHER_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A submission waiting for its batch, and where its result goes.
 type Pending = (Submission, oneshot::Sender<AppResult<Accepted>>);
@@ -151,7 +157,20 @@ impl Store {
             conn,
             clock,
             batchers: Arc::default(),
+            batcher_idle: BATCHER_IDLE,
         }
+    }
+
+    /// How long a board's batcher waits for submissions before it stops (tests shorten it).
+    pub fn with_batcher_idle(mut self, idle: std::time::Duration) -> Store {
+        self.batcher_idle = idle;
+        self
+    }
+
+    /// Boards with a running batcher.
+    pub fn batching_boards(&self) -> usize {
+        // unwrap: the lock is never held across a panic-prone call.
+        self.batchers.lock().unwrap().len()
     }
 
     pub fn clock(&self) -> &Clock {
@@ -226,10 +245,16 @@ impl Store {
                 "the submission queue stopped; retry with the same id",
             )
         };
-        self.batcher(&s.board)
-            .send((s.clone(), tx))
-            .map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?
+        let mut pending = (s.clone(), tx);
+        // A batcher that has just retired (idle) refuses the send: the second try starts a
+        // fresh one.
+        for _ in 0..2 {
+            match self.batcher(&s.board).send(pending) {
+                Ok(()) => return rx.await.map_err(|_| gone())?,
+                Err(mpsc::error::SendError(p)) => pending = p,
+            }
+        }
+        Err(gone())
     }
 
     fn batcher(&self, board: &Id) -> mpsc::UnboundedSender<Pending> {
@@ -244,6 +269,8 @@ impl Store {
             self.clock.clone(),
             board.clone(),
             rx,
+            self.batchers.clone(),
+            self.batcher_idle,
         ));
         map.insert(board.clone(), tx.clone());
         tx
@@ -412,9 +439,36 @@ async fn run_batches(
     clock: Clock,
     board: Id,
     mut rx: mpsc::UnboundedReceiver<Pending>,
+    batchers: Batchers,
+    idle: std::time::Duration,
 ) {
     let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = rx.recv().await {
+    let mut retiring = false;
+    loop {
+        let first = if retiring {
+            // Closed: apply what was sent before the close, then stop.
+            match rx.try_recv() {
+                Ok(p) => p,
+                Err(_) => return,
+            }
+        } else {
+            match tokio::time::timeout(idle, rx.recv()).await {
+                Ok(Some(p)) => p,
+                Ok(None) => return,
+                Err(_) => {
+                    // Idle: retire, so that boards nobody submits to (or that do not exist)
+                    // hold no task and no map entry.
+                    // unwrap: the lock is never held across a panic-prone call.
+                    let mut map = batchers.lock().unwrap();
+                    rx.close();
+                    if map.get(&board).is_some_and(|tx| tx.is_closed()) {
+                        map.remove(&board);
+                    }
+                    retiring = true;
+                    continue;
+                }
+            }
+        };
         batch.push(first);
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {

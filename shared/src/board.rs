@@ -146,6 +146,10 @@ impl BoardConfig {
         if self.rewards_top > 10_000 {
             return Err("rewards_top must be at most 10000".into());
         }
+        if self.rewards_top > 0 && self.keep_seasons == 0 {
+            // The finished season must still be readable when its rewards are handed out.
+            return Err("rewards_top needs keep_seasons >= 1".into());
+        }
         if self.tie_break == TieBreak::Earliest {
             if let Some(len) = self.reset.max_len_ms() {
                 let clock = (1i128 << self.time_bits) * self.resolution_ms as i128;
@@ -199,6 +203,22 @@ mod tests {
         };
         assert!(c.validate().is_err());
         assert!(BoardConfig { time_bits: 26, ..c }.validate().is_ok());
+    }
+
+    #[test]
+    fn rewards_need_the_finished_season_kept() {
+        let c = BoardConfig {
+            rewards_top: 3,
+            keep_seasons: 0,
+            ..Default::default()
+        };
+        assert!(c.validate().is_err());
+        assert!(BoardConfig {
+            keep_seasons: 1,
+            ..c
+        }
+        .validate()
+        .is_ok());
     }
 
     #[test]

@@ -998,9 +998,25 @@ async fn public_reads_are_rate_limited_per_address() {
     let retry: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry));
     assert_eq!(r.headers["ratelimit-limit"], "3");
+    // A browser on any origin can read the refusal and its headers.
+    assert_eq!(r.headers["access-control-allow-origin"], "*");
+    assert!(r.headers["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .contains("RateLimit-Remaining"));
+    let unknown = app.get("/v1/boards/nope/top").await;
+    assert_eq!(unknown.headers["access-control-allow-origin"], "*");
     assert_eq!(r.headers["ratelimit-remaining"], "0");
-    // Admin endpoints are not limited.
-    assert_eq!(app.score("b", "a", 1).await["score"], 1);
+    // Admin endpoints are not limited, and send no CORS headers.
+    let admin = app
+        .admin(
+            Method::POST,
+            "/admin/boards/b/players/a/score",
+            json!({"points": 1}),
+        )
+        .await;
+    assert_eq!(admin.body["score"], 1);
+    assert!(!admin.headers.contains_key("access-control-allow-origin"));
 }
 
 /// Ops endpoints: health, readiness (503 when Redis is gone), metrics, OpenAPI.
@@ -1088,4 +1104,58 @@ async fn dev_profile_guest_login() {
         )
         .await;
     assert_eq!(bad.code(), "invalid_id");
+}
+
+/// A board's group-commit batcher retires when idle, so made-up board ids hold no task or
+/// memory; the next submission starts a fresh one and nothing is refused in between.
+#[tokio::test]
+async fn idle_batchers_retire_and_restart() {
+    let redis = start_redis();
+    let conn = scorecast_server::startup::connect(&redis.url())
+        .await
+        .unwrap();
+    let store = scorecast_server::store::Store::new(conn, Clock::Redis)
+        .with_batcher_idle(Duration::from_millis(50));
+    let mut c = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let cfg = serde_json::to_string(&BoardConfig::default()).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("lb:{real}:config")
+        .arg(cfg)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+
+    for n in 0..20 {
+        let e = store
+            .submit(&submission(&format!("ghost{n}"), "p", "1", 1))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::UnknownBoard);
+    }
+    assert_eq!(
+        store
+            .submit(&submission("real", "p", "1", 5))
+            .await
+            .unwrap()
+            .score,
+        5
+    );
+    assert!(store.batching_boards() >= 1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while store.batching_boards() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "batchers never retired"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let again = store
+        .submit(&submission("real", "p", "2", 5))
+        .await
+        .unwrap();
+    assert_eq!((again.score, again.duplicate), (10, false));
 }

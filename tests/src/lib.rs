@@ -55,7 +55,7 @@ pub fn start_redis() -> RedisProcess {
 pub fn test_settings(redis_url: &str) -> Settings {
     Settings {
         listen: "127.0.0.1:0".parse().unwrap(),
-        redis_url: Some(redis_url.to_owned()),
+        redis_url: Some(Secret::new(redis_url)),
         admin_token: Some(Secret::new(ADMIN_TOKEN)),
         token_secret: Some(Secret::new(TOKEN_SECRET)),
         web_dir: root().join("web"),

@@ -55,3 +55,22 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(admin::routes)
         .configure(queues::routes);
 }
+
+/// DESIGN §2: `/v1` reads allow any origin (no credentials), errors included, so a browser can
+/// read a 429 and its `RateLimit-*` headers; `/admin` gets no CORS headers at all.
+pub fn cors_v1<B>(res: &mut actix_web::dev::ServiceResponse<B>) {
+    use actix_web::http::header::{HeaderName, HeaderValue};
+    if res.request().path().starts_with("/v1/") {
+        let h = res.headers_mut();
+        h.insert(
+            HeaderName::from_static("access-control-allow-origin"),
+            HeaderValue::from_static("*"),
+        );
+        h.insert(
+            HeaderName::from_static("access-control-expose-headers"),
+            HeaderValue::from_static(
+                "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset",
+            ),
+        );
+    }
+}

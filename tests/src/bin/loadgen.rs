@@ -130,7 +130,7 @@ fn main() -> anyhow::Result<()> {
 async fn serve(redis_url: String) -> anyhow::Result<()> {
     let mut settings = Settings {
         listen: "127.0.0.1:0".parse()?,
-        redis_url: Some(redis_url),
+        redis_url: Some(Secret::new(redis_url)),
         admin_token: Some(Secret::new(ADMIN_TOKEN)),
         token_secret: Some(Secret::new(TOKEN_SECRET)),
         // Every client of the bench comes from 127.0.0.1.
