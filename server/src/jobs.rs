@@ -181,6 +181,20 @@ pub async fn schedule_rollover(
     Ok(enqueue_once(&queue(st), job).await?.then_some(id))
 }
 
+/// A season of a `never` board was ended by an admin (`POST /admin/boards/{b}/rollover`): its
+/// after-season work (rewards) runs as a rollover job now, like a calendar season's.
+pub async fn season_ended(st: &AppState, board: &Id, season: &str, end_ms: i64) -> AppResult<()> {
+    let payload = RolloverPayload {
+        board: board.to_string(),
+        season: season.to_owned(),
+        end_ms,
+    };
+    let job = NewJob::new(&kind(KIND_ROLLOVER), &payload)?
+        .id(job_id("rollover", &[board.as_str(), season]))
+        .priority(0);
+    enqueue_once(&queue(st), job).await.map(|_| ())
+}
+
 /// Schedules the current season's rollover of every calendar board (at start-up; idempotent).
 pub async fn schedule_rollovers(st: &AppState) -> AppResult<usize> {
     let now = st.queues.clock().now_ms();
@@ -241,6 +255,10 @@ async fn rollover(st: &AppState, p: RolloverPayload) -> anyhow::Result<()> {
         Err(e) if e.code == ErrorCode::UnknownBoard => return Ok(()),
         Err(e) => return Err(app(e)),
     };
+    if cfg.reset != Reset::Never {
+        // Calendar seasons change by the clock, with no submission to say so: tell the views.
+        st.store.announce_season(&board).await.map_err(app)?;
+    }
     if cfg.rewards_top > 0 {
         let season = Id::parse(&p.season)?;
         let top = Read::Top {

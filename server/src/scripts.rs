@@ -23,6 +23,8 @@ pub static BOARD_PUT: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/board_put.lua")));
 pub static ROLLOVER: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/rollover.lua")));
+pub static SEASON_EVENT: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/season_event.lua")));
 pub static REMOVE: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/remove.lua")));
 

@@ -393,6 +393,21 @@ impl Store {
         Ok((s(0)?, r.get(1).and_then(as_i64).unwrap_or(0), s(2)?))
     }
 
+    /// Announces the board's current season to every instance (a calendar boundary passed):
+    /// bumps `seq` and publishes a rollover event, so open views switch seasons.
+    pub async fn announce_season(&self, board: &Id) -> AppResult<String> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::SEASON_EVENT
+            .key(keys::config(board))
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = split_reply(reply)?;
+        r.first()
+            .and_then(as_string)
+            .ok_or_else(|| bad_reply("season event"))
+    }
+
     /// Removes a player from the current season; false if they were not on it.
     pub async fn remove(&self, board: &Id, player: &Id) -> AppResult<bool> {
         let mut c = self.conn.clone();

@@ -287,3 +287,80 @@ async fn rewards(app: &TestApp, board: &str) -> HashMap<String, Value> {
         .map(|(k, v)| (k, serde_json::from_str(&v).unwrap()))
         .collect()
 }
+
+/// A calendar boundary changes the current season with no submission: the rollover job tells
+/// every instance, so an open `top` view switches to the new (empty) season at once.
+#[tokio::test]
+async fn open_views_follow_the_calendar_boundary() {
+    let app = manual_app().await;
+    app.board("clock", json!({"reset": "daily"})).await;
+    app.score("clock", "alice", 50).await;
+    let mut spectator = scorecast_tests::ws::WsClient::connect(&app.ws_url()).await;
+    let snap = spectator.subscribe("clock", "top", json!({})).await;
+    assert_eq!(
+        (snap["season"].as_str(), snap["total"].as_u64()),
+        (Some("2025-03-10"), Some(1))
+    );
+
+    app.clock.set(DAY_END);
+    let rec = Recorder::default();
+    let (job, ok) = jobs::run_next(&app.state, &rec)
+        .await
+        .unwrap()
+        .expect("the rollover is due");
+    assert_eq!((job.kind.as_str(), ok), ("season.rollover", true));
+
+    let pushed = spectator
+        .recv_until(Duration::from_secs(2), |v| {
+            v["type"] == "top" && v["season"] == "2025-03-11"
+        })
+        .await;
+    assert_eq!(pushed["total"], 0);
+    assert!(pushed["seq"].as_u64() > snap["seq"].as_u64());
+}
+
+/// Ending a season of a `never` board by hand hands out its rewards too, once.
+#[tokio::test]
+async fn manual_rollover_rewards_the_finished_season() {
+    let app = manual_app().await;
+    app.board("cup", json!({"rewards_top": 2})).await;
+    for (player, points) in [("ann", 30), ("ben", 20), ("cat", 10)] {
+        app.score("cup", player, points).await;
+    }
+    let r = app
+        .admin(
+            Method::POST,
+            "/admin/boards/cup/rollover",
+            json!({"season": "cup-2"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+
+    let rec = Recorder::default();
+    let mut ran = Vec::new();
+    while let Some((job, ok)) = jobs::run_next(&app.state, &rec).await.unwrap() {
+        assert!(ok, "{job:?}");
+        ran.push(job.kind);
+    }
+    ran.sort();
+    assert_eq!(
+        ran,
+        [
+            "notify",
+            "notify",
+            "reward.grant",
+            "reward.grant",
+            "season.rollover"
+        ]
+    );
+    let grants = rewards(&app, "cup").await;
+    let mut who: Vec<_> = grants.keys().cloned().collect();
+    who.sort();
+    assert_eq!(who, ["all:ann", "all:ben"]);
+    // A second rollover of the same season would be the same job: nothing is granted twice.
+    jobs::season_ended(&app.state, &id("cup"), "all", 0)
+        .await
+        .unwrap();
+    while jobs::run_next(&app.state, &rec).await.unwrap().is_some() {}
+    assert_eq!(rewards(&app, "cup").await.len(), 2);
+}

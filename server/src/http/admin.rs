@@ -125,6 +125,11 @@ pub async fn rollover(
     let board = AppState::id(&path)?;
     let season = AppState::id(&body.season)?;
     let (season, start_ms, previous_season) = st.store.rollover(&board, &season).await?;
+    // Rewards of the season that just ended, as for calendar seasons. The new season has
+    // started either way; a failure here is logged and the job can be enqueued again.
+    if let Err(e) = crate::jobs::season_ended(&st, &board, &previous_season, start_ms).await {
+        tracing::warn!(%board, season = %previous_season, error = %e, "could not enqueue the after-season job");
+    }
     Ok(HttpResponse::Ok().json(RolloverResponse {
         board: board.into_string(),
         season,
