@@ -254,11 +254,24 @@ async fn instances_share_changes_through_redis() {
 /// keeps receiving every change on time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_is_closed_1008_and_others_keep_up() {
+    never_reading_client_is_closed(Some(4)).await;
+}
+
+/// The same with the default outbound queue, which a stalled client never fills (its view
+/// updates replace each other): the stalled socket alone gets it closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_client_is_closed_1008_with_the_default_queue() {
+    never_reading_client_is_closed(None).await;
+}
+
+async fn never_reading_client_is_closed(outbound_queue: Option<usize>) {
     const BOARDS: usize = 6;
     const PLAYERS: usize = 100;
     let app = spawn_app_with(
         |s| {
-            s.ws.outbound_queue = 4;
+            if let Some(q) = outbound_queue {
+                s.ws.outbound_queue = q;
+            }
             s.ws.slow_client_ms = 500;
         },
         Clock::Redis,

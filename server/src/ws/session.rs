@@ -241,12 +241,21 @@ pub async fn run(
     let mut last_heard = Instant::now();
     let mut inflight: FuturesUnordered<Answer> = FuturesUnordered::new();
     let mut shutting_down = *shutdown.borrow();
+    // Since when messages have been waiting with nothing written to the socket: a client that
+    // stops reading stalls the socket long before its queue fills, because view updates
+    // replace each other. Either way it is too slow (1008).
+    let mut stalled_since: Option<Instant> = None;
 
     let exit = loop {
         if shutting_down {
             break close(CloseCode::Away, "server shutting down");
         }
         let pending = !outbox.is_empty();
+        if !pending {
+            stalled_since = None;
+        } else if stalled_since.is_none() {
+            stalled_since = Some(Instant::now());
+        }
         let full_since = outbox.full_since();
         // Reading is paused while the queue is full (each frame may owe an answer) and while
         // too many submissions are in flight.
@@ -260,6 +269,12 @@ pub async fn run(
                     break close(CloseCode::Policy, "too slow: the outbound queue stayed full");
                 }
             }
+            _ = tokio::time::sleep_until(stalled_since.unwrap_or_else(Instant::now) + slow), if stalled_since.is_some() => {
+                if stalled_since.is_some_and(|t| t.elapsed() >= slow) && !outbox.is_empty() {
+                    tracing::info!(session = s.member.id(), "closing a client that stopped reading (1008)");
+                    break close(CloseCode::Policy, "too slow: the socket took nothing for slow_client_ms");
+                }
+            }
             Some(answer) = inflight.next(), if !inflight.is_empty() => s.push(&answer),
             ready = poll_fn(|cx| Pin::new(&mut socket).poll_ready(cx)), if pending => {
                 if ready.is_err() {
@@ -269,6 +284,8 @@ pub async fn run(
                     if Pin::new(&mut socket).start_send(m).is_err() {
                         break Exit::Gone;
                     }
+                    // Progress: whatever still waits, waits from now.
+                    stalled_since = None;
                 }
             }
             _ = outbox.notified() => {}
