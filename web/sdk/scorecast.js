@@ -453,7 +453,9 @@ export class Scorecast {
     const sub = this._subs.get(`${msg.board}|${viewOfMessage[msg.type]}`);
     if (!sub) return; // a push that crossed our unsubscribe
     // Seq increases strictly within a subscription; a resync (or a fresh snapshot) restarts it.
-    if (!msg.resync && sub.lastSeq !== null && msg.seq <= sub.lastSeq) return;
+    // An equal seq is let through: after a re-subscribe with new options, a push of the old view
+    // may still be on the wire ahead of the new snapshot, which carries the same seq and must win.
+    if (!msg.resync && sub.lastSeq !== null && msg.seq < sub.lastSeq) return;
     sub.lastSeq = msg.seq;
     sub.last = msg;
     for (const fn of [...sub.listeners]) this._call(fn, msg);
