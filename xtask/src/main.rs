@@ -7,16 +7,18 @@
 //! cargo xtask test [--quick] [-- FILTER...]
 //!                                    setup, then fmt, clippy, wasm, every test
 //! cargo xtask bench [-- ARGS]        setup, then the load generator
+//! cargo xtask fuzz [TARGET] [-- SECS] libFuzzer on the protocol parser and the score codec
 //! ```
 
 mod bench;
+mod fuzz;
 mod setup;
 mod tasks;
 mod util;
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -30,7 +32,8 @@ commands:
   test [--quick] [-- FILTER] setup, then fmt, clippy (native and wasm32), wasm build,
                              cargo test, wasm tests, browser tests;
                              --quick runs `cargo test` only; FILTER goes to the test runners
-  bench [-- ARGS]            setup, then build and run the load generator with ARGS";
+  bench [-- ARGS]            setup, then build and run the load generator with ARGS
+  fuzz [TARGET] [-- SECONDS] fuzz client_msg and/or codec (nightly + cargo-fuzz), 60 s each";
 
 fn main() -> ExitCode {
     match try_main() {
@@ -95,6 +98,19 @@ fn try_main() -> Result<ExitCode> {
             }
             bench::build_loadgen(&ctx)?;
             bench::run_loadgen(&ctx, &tools, &extra)?;
+        }
+        "fuzz" => {
+            let (target, seconds) = match rest.iter().position(|a| a == "--") {
+                Some(i) => (rest[..i].first(), rest.get(i + 1)),
+                None => (rest.first(), None),
+            };
+            let seconds = match seconds {
+                Some(s) => s
+                    .parse()
+                    .with_context(|| format!("`{s}` is not a number of seconds"))?,
+                None => 60,
+            };
+            fuzz::fuzz(&ctx, target.map(String::as_str), seconds)?;
         }
         "help" | "-h" | "--help" => println!("{USAGE}"),
         other => bail!("unknown command `{other}`\n\n{USAGE}"),
