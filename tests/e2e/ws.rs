@@ -640,3 +640,61 @@ async fn server_pings_and_drops_silent_clients() {
         Some(Incoming::Closed(_))
     ));
 }
+
+/// A subscription waits for Redis without holding up its session: while Redis is busy, a
+/// `ping` sent after the `subscribe` is answered at once, and the snapshot follows when Redis
+/// is back.
+#[tokio::test]
+async fn a_slow_subscribe_does_not_hold_up_the_session() {
+    let app = spawn_app().await;
+    app.board("busy", json!({})).await;
+    app.score("busy", "alice", 5).await;
+    let mut client = WsClient::connect(&app.ws_url()).await;
+
+    let mut probe = app.redis_conn().await;
+    // Keep Redis busy for 1.5 s with a script that spins (scripts run one at a time).
+    // Its own connection without a response timeout (redis-rs gives async connections 500 ms).
+    let mut blocker = redis::Client::open(app.redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection_with_config(
+            &redis::AsyncConnectionConfig::new().set_response_timeout(None),
+        )
+        .await
+        .unwrap();
+    let busy = tokio::spawn(async move {
+        let _: () = redis::cmd("EVAL")
+            .arg("local t = redis.call('TIME'); local stop = t[1] * 1000000 + t[2] + 1500000; repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= stop")
+            .arg(0)
+            .query_async(&mut blocker)
+            .await
+            .unwrap();
+    });
+    // Wait (bounded) until a PING on another connection no longer answers quickly: Redis is busy.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let cmd = redis::cmd("PING");
+        let ping = cmd.query_async::<String>(&mut probe);
+        if tokio::time::timeout(Duration::from_millis(100), ping)
+            .await
+            .is_err()
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Redis never got busy");
+    }
+
+    let sent = Instant::now();
+    client
+        .send_json(json!({"type": "subscribe", "board": "busy", "view": "top"}))
+        .await;
+    client.send_json(json!({"type": "ping"})).await;
+    let first = client.next_json().await;
+    assert_eq!(first["type"], "pong", "{first}");
+    assert!(
+        sent.elapsed() < Duration::from_millis(500),
+        "the pong waited for Redis"
+    );
+    let snap = client.recv_type("top").await;
+    assert_eq!(score_of(&snap, "alice"), Some(5));
+    busy.await.unwrap();
+}

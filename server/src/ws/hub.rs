@@ -1085,102 +1085,16 @@ impl Member {
     }
 
     /// Subscribes to a view, replacing this session's view of the same kind on the board, and
-    /// queues its snapshot. On error nothing stays subscribed.
-    pub async fn subscribe(&self, board: &Id, view: View, player: Option<&Id>) -> AppResult<()> {
-        let inner = &self.hub.inner;
-        let key = (self.id, view.kind());
-        // 1. Register first, so events from now on are tracked for this view.
-        let gen = {
-            let mut st = inner.lock();
-            st.next_gen += 1;
-            let gen = st.next_gen;
-            let b = match st.boards.get_mut(board) {
-                Some(b) => b,
-                None => {
-                    let wake = Arc::new(Notify::new());
-                    let b = Board {
-                        epoch: gen,
-                        subs: HashMap::new(),
-                        dirty: Dirty::default(),
-                        wake: wake.clone(),
-                        last_event_seq: 0,
-                        high_seq: 0,
-                        me: HashMap::new(),
-                        season: None,
-                    };
-                    tokio::spawn(board_worker(
-                        self.hub.inner.clone(),
-                        board.clone(),
-                        gen,
-                        wake,
-                    ));
-                    inner.channels_changed.notify_one();
-                    st.boards.entry(board.clone()).or_insert(b)
-                }
-            };
-            b.subs.insert(
-                key,
-                Sub {
-                    view,
-                    player: player.cloned(),
-                    gen,
-                    outbox: self.outbox.clone(),
-                    ready: false,
-                    force: false,
-                    last_seq: 0,
-                    last_hash: None,
-                    window: None,
-                },
-            );
-            gen
-        };
-        // 2. Wait until Redis delivers the board's events to us, then read the snapshot: a
-        //    change committed after the read is then sure to arrive as an event.
-        inner
-            .wait_confirmed(&keys::events(board), SUBSCRIBE_CONFIRM_WAIT)
-            .await;
-        let page = read_view(&inner.store, board, view, player).await;
-        // 3. Queue the snapshot (or undo the registration).
-        let mut st = inner.lock();
-        let Some(b) = st.boards.get_mut(board) else {
-            return Err(AppError::new(
-                ErrorCode::Unavailable,
-                "the session is closing",
-            ));
-        };
-        let page = match page {
-            Ok(p) => p,
-            Err(e) => {
-                if b.subs.get(&key).is_some_and(|s| s.gen == gen) {
-                    b.subs.remove(&key);
-                    inner.forget_board_if_unwatched(&mut st, board);
-                }
-                return Err(e);
-            }
-        };
-        let built = match (view, player) {
-            (View::Me, Some(p)) => build_me(board, p, &page, &mut b.me, false),
-            (View::Top { limit }, _) => build_top(board, &page, limit.into(), false),
-            // `around` (read_view refused player views without a player).
-            _ => build_around(board, &page, false),
-        };
-        b.season.get_or_insert_with(|| page.season.clone());
-        let behind = b.high_seq > page.seq;
-        if let Some(sub) = b.subs.get_mut(&key).filter(|s| s.gen == gen) {
-            sub.ready = true;
-            sub.last_seq = page.seq;
-            sub.last_hash = Some(built.hash);
-            sub.window = built.window;
-            self.outbox
-                .offer_view(&(board.clone(), view.kind()), built.text);
-            if behind {
-                // Events newer than the snapshot were seen before it was ready: catch up.
-                sub.force = true;
-                b.dirty.any = true;
-                b.wake.notify_one();
-            }
-        }
-        Ok(())
+    /// queues its snapshot. On error nothing stays subscribed. The future owns what it needs,
+    /// so the session can go on serving its client while the snapshot is read.
+    pub fn subscribe(
+        &self,
+        board: Id,
+        view: View,
+        player: Option<Id>,
+    ) -> impl std::future::Future<Output = AppResult<()>> + 'static {
+        let (hub, id, outbox) = (self.hub.clone(), self.id, self.outbox.clone());
+        async move { subscribe_view(&hub, id, &outbox, &board, view, player.as_ref()).await }
     }
 
     /// Stops a view (no-op if it was not subscribed).
@@ -1194,6 +1108,108 @@ impl Member {
         drop(st);
         self.outbox.drop_view(&(board.clone(), kind));
     }
+}
+
+/// The work of [`Member::subscribe`]: register, wait for the channel, read, queue the snapshot.
+async fn subscribe_view(
+    hub: &Hub,
+    id: SessionId,
+    outbox: &Arc<Outbox>,
+    board: &Id,
+    view: View,
+    player: Option<&Id>,
+) -> AppResult<()> {
+    let inner = &hub.inner;
+    let key = (id, view.kind());
+    // 1. Register first, so events from now on are tracked for this view.
+    let gen = {
+        let mut st = inner.lock();
+        st.next_gen += 1;
+        let gen = st.next_gen;
+        let b = match st.boards.get_mut(board) {
+            Some(b) => b,
+            None => {
+                let wake = Arc::new(Notify::new());
+                let b = Board {
+                    epoch: gen,
+                    subs: HashMap::new(),
+                    dirty: Dirty::default(),
+                    wake: wake.clone(),
+                    last_event_seq: 0,
+                    high_seq: 0,
+                    me: HashMap::new(),
+                    season: None,
+                };
+                tokio::spawn(board_worker(hub.inner.clone(), board.clone(), gen, wake));
+                inner.channels_changed.notify_one();
+                st.boards.entry(board.clone()).or_insert(b)
+            }
+        };
+        b.subs.insert(
+            key,
+            Sub {
+                view,
+                player: player.cloned(),
+                gen,
+                outbox: outbox.clone(),
+                ready: false,
+                force: false,
+                last_seq: 0,
+                last_hash: None,
+                window: None,
+            },
+        );
+        gen
+    };
+    // 2. Wait until Redis delivers the board's events to us, then read the snapshot: a
+    //    change committed after the read is then sure to arrive as an event.
+    inner
+        .wait_confirmed(&keys::events(board), SUBSCRIBE_CONFIRM_WAIT)
+        .await;
+    let page = read_view(&inner.store, board, view, player).await;
+    // 3. Queue the snapshot (or undo the registration).
+    let mut st = inner.lock();
+    let Some(b) = st.boards.get_mut(board) else {
+        return Err(AppError::new(
+            ErrorCode::Unavailable,
+            "the session is closing",
+        ));
+    };
+    let page = match page {
+        Ok(p) => p,
+        Err(e) => {
+            if b.subs.get(&key).is_some_and(|s| s.gen == gen) {
+                // Still ours: undo it, and drop a snapshot of the view it replaced.
+                b.subs.remove(&key);
+                inner.forget_board_if_unwatched(&mut st, board);
+                drop(st);
+                outbox.drop_view(&(board.clone(), view.kind()));
+            }
+            return Err(e);
+        }
+    };
+    let built = match (view, player) {
+        (View::Me, Some(p)) => build_me(board, p, &page, &mut b.me, false),
+        (View::Top { limit }, _) => build_top(board, &page, limit.into(), false),
+        // `around` (read_view refused player views without a player).
+        _ => build_around(board, &page, false),
+    };
+    b.season.get_or_insert_with(|| page.season.clone());
+    let behind = b.high_seq > page.seq;
+    if let Some(sub) = b.subs.get_mut(&key).filter(|s| s.gen == gen) {
+        sub.ready = true;
+        sub.last_seq = page.seq;
+        sub.last_hash = Some(built.hash);
+        sub.window = built.window;
+        outbox.offer_view(&(board.clone(), view.kind()), built.text);
+        if behind {
+            // Events newer than the snapshot were seen before it was ready: catch up.
+            sub.force = true;
+            b.dirty.any = true;
+            b.wake.notify_one();
+        }
+    }
+    Ok(())
 }
 
 impl Drop for Member {

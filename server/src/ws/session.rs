@@ -7,7 +7,7 @@
 //! (`poll_ready`), so a client that does not read stalls nobody, not even its own session's
 //! bookkeeping, and its queue filling up is what gets it closed with 1008.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -28,23 +28,42 @@ use crate::auth::Player;
 use crate::state::AppState;
 use crate::store::Submission;
 
-/// Submissions of one session that may wait for Redis at the same time. Acks carry their id,
-/// so they may come back in any order; past this the session stops reading until one returns.
-const MAX_INFLIGHT_SUBMITS: usize = 64;
+/// Submissions and subscriptions of one session that may wait for Redis at the same time. Acks
+/// carry their id, so they may come back in any order; past this the session stops reading
+/// until one returns.
+const MAX_INFLIGHT: usize = 64;
 /// On shutdown, how long in-flight submissions and their answers may take before the close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long the final close frame may wait for room on the socket (a slow client's socket is
 /// full: the frame goes out once it reads again, or the connection is dropped).
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
-type Answer = Pin<Box<dyn Future<Output = ServerMsg>>>;
+/// Work a frame started that the session does not wait for: a submission (answered by `ack` or
+/// `rejected`) or a subscription (its snapshot goes straight to the outbox).
+type Answer = Pin<Box<dyn Future<Output = Done>>>;
+
+/// How such work ended.
+enum Done {
+    Reply(ServerMsg),
+    Subscribed,
+    /// The subscription failed: nothing stays subscribed. `attempt` tells whether a later
+    /// subscribe of the same view has replaced this one meanwhile.
+    SubscribeFailed {
+        key: ViewKey,
+        attempt: u64,
+        error: ServerMsg,
+    },
+}
 
 /// The session's protocol state (the loop's plumbing lives in [`run`]).
 struct Session {
     state: Arc<AppState>,
     member: Member,
     player: Option<Player>,
-    views: HashSet<ViewKey>,
+    /// The session's views (those being set up included), each with the number of the
+    /// subscribe that set it up.
+    views: HashMap<ViewKey, u64>,
+    attempts: u64,
 }
 
 fn text(msg: &ServerMsg) -> Message {
@@ -88,7 +107,7 @@ impl Session {
     }
 
     /// Handles one text frame; a submission comes back as a future answering it.
-    async fn on_text(&mut self, frame: &str) -> Option<Answer> {
+    fn on_text(&mut self, frame: &str) -> Option<Answer> {
         match ClientMsg::parse(frame) {
             Err(ParseError::Frame { code, message }) => self.error(code, message),
             Err(ParseError::Submit { id, code, message }) => self.push(&ServerMsg::Rejected {
@@ -99,7 +118,7 @@ impl Session {
             }),
             Ok(ClientMsg::Hello { token }) => self.hello(&token),
             Ok(ClientMsg::Submit { id, board, points }) => return self.submit(id, board, points),
-            Ok(ClientMsg::Subscribe { board, view }) => self.subscribe(board, view).await,
+            Ok(ClientMsg::Subscribe { board, view }) => return self.subscribe(board, view),
             Ok(ClientMsg::Unsubscribe { board, view }) => self.unsubscribe(board, view),
             Ok(ClientMsg::Ping) => self.push(&ServerMsg::Pong),
         }
@@ -161,7 +180,7 @@ impl Session {
         };
         let state = self.state.clone();
         Some(Box::pin(async move {
-            match state.submit(&sub).await {
+            Done::Reply(match state.submit(&sub).await {
                 Ok(a) => ServerMsg::Ack {
                     id: sub.id.into_string(),
                     board: a.board,
@@ -177,35 +196,59 @@ impl Session {
                     retry_after_ms: e.retry_after_ms(),
                     message: e.message,
                 },
+            })
+        }))
+    }
+
+    fn subscribe(&mut self, board: Id, view: View) -> Option<Answer> {
+        let key = (board.clone(), view.kind());
+        if view.kind().needs_player() && self.player.is_none() {
+            self.error(
+                ErrorCode::Unauthorized,
+                "the me and around views need a player: send hello first",
+            );
+            return None;
+        }
+        let max = self.state.settings.ws.max_views_per_session;
+        if !self.views.contains_key(&key) && self.views.len() >= max {
+            self.error(
+                ErrorCode::BadRequest,
+                format!("at most {max} views per session; unsubscribe one first"),
+            );
+            return None;
+        }
+        self.attempts += 1;
+        let attempt = self.attempts;
+        // Counted at once, so subscribes still being set up count against the limit too.
+        self.views.insert(key.clone(), attempt);
+        let player = self.player.as_ref().map(|p| p.id.clone());
+        let subscribing = self.member.subscribe(board, view, player);
+        Some(Box::pin(async move {
+            match subscribing.await {
+                Ok(()) => Done::Subscribed,
+                Err(e) => Done::SubscribeFailed {
+                    key,
+                    attempt,
+                    error: ServerMsg::error(e.code, e.message),
+                },
             }
         }))
     }
 
-    async fn subscribe(&mut self, board: Id, view: View) {
-        let key = (board.clone(), view.kind());
-        if view.kind().needs_player() && self.player.is_none() {
-            return self.error(
-                ErrorCode::Unauthorized,
-                "the me and around views need a player: send hello first",
-            );
-        }
-        let max = self.state.settings.ws.max_views_per_session;
-        if !self.views.contains(&key) && self.views.len() >= max {
-            return self.error(
-                ErrorCode::BadRequest,
-                format!("at most {max} views per session; unsubscribe one first"),
-            );
-        }
-        let player = self.player.as_ref().map(|p| &p.id);
-        match self.member.subscribe(&board, view, player).await {
-            Ok(()) => {
-                self.views.insert(key);
-            }
-            Err(e) => {
-                // A failed re-subscribe has replaced the old view too.
-                self.views.remove(&key);
-                self.member.outbox().drop_view(&key);
-                self.error(e.code, e.message);
+    /// Takes note of finished work.
+    fn done(&mut self, done: Done) {
+        match done {
+            Done::Reply(msg) => self.push(&msg),
+            Done::Subscribed => {}
+            Done::SubscribeFailed {
+                key,
+                attempt,
+                error,
+            } => {
+                if self.views.get(&key) == Some(&attempt) {
+                    self.views.remove(&key);
+                }
+                self.push(&error);
             }
         }
     }
@@ -234,7 +277,8 @@ pub async fn run(
         state,
         member,
         player: None,
-        views: HashSet::new(),
+        views: HashMap::new(),
+        attempts: 0,
     };
     s.welcome();
     let mut heartbeat = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
@@ -259,7 +303,7 @@ pub async fn run(
         let full_since = outbox.full_since();
         // Reading is paused while the queue is full (each frame may owe an answer) and while
         // too many submissions are in flight.
-        let can_read = !outbox.is_full() && inflight.len() < MAX_INFLIGHT_SUBMITS;
+        let can_read = !outbox.is_full() && inflight.len() < MAX_INFLIGHT;
         tokio::select! {
             biased;
             _ = shutdown.changed() => shutting_down = true,
@@ -275,7 +319,7 @@ pub async fn run(
                     break close(CloseCode::Policy, "too slow: the socket took nothing for slow_client_ms");
                 }
             }
-            Some(answer) = inflight.next(), if !inflight.is_empty() => s.push(&answer),
+            Some(done) = inflight.next(), if !inflight.is_empty() => s.done(done),
             ready = poll_fn(|cx| Pin::new(&mut socket).poll_ready(cx)), if pending => {
                 if ready.is_err() {
                     break Exit::Gone;
@@ -294,8 +338,8 @@ pub async fn run(
                 match frame {
                     None => break Exit::Gone,
                     Some(Ok(AggregatedMessage::Text(t))) => {
-                        if let Some(answer) = s.on_text(&t).await {
-                            inflight.push(answer);
+                        if let Some(work) = s.on_text(&t) {
+                            inflight.push(work);
                         }
                     }
                     Some(Ok(AggregatedMessage::Binary(_))) => s.error(ErrorCode::BadRequest, "protocol v1 uses JSON text frames"),
@@ -325,8 +369,8 @@ pub async fn run(
         // Submissions in flight were taken from the client: their answers are owed. Let them
         // finish and go out before the close frame (bounded, so shutdown cannot hang).
         let deadline = Instant::now() + SHUTDOWN_GRACE;
-        while let Ok(Some(answer)) = tokio::time::timeout_at(deadline, inflight.next()).await {
-            s.push(&answer);
+        while let Ok(Some(done)) = tokio::time::timeout_at(deadline, inflight.next()).await {
+            s.done(done);
         }
         let flush = tokio::time::timeout_at(deadline, async {
             while let Some(m) = outbox.pop() {
