@@ -32,6 +32,10 @@ use crate::store::Submission;
 /// carry their id, so they may come back in any order; past this the session stops reading
 /// until one returns.
 const MAX_INFLIGHT: usize = 64;
+/// A slow client is closed between `slow_client_ms` and 1.25 × `slow_client_ms` after it fell
+/// behind: the check runs four times per window.
+const SLOW_CHECKS_PER_WINDOW: f64 = 4.0;
+const MIN_SLOW_CHECK: Duration = Duration::from_millis(10);
 /// On shutdown, how long in-flight submissions and their answers may take before the close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long the final close frame may wait for room on the socket (a slow client's socket is
@@ -289,6 +293,9 @@ pub async fn run(
     // stops reading stalls the socket long before its queue fills, because view updates
     // replace each other. Either way it is too slow (1008).
     let mut stalled_since: Option<Instant> = None;
+    let mut slow_check =
+        tokio::time::interval(slow.div_f64(SLOW_CHECKS_PER_WINDOW).max(MIN_SLOW_CHECK));
+    slow_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
     let exit = loop {
         if shutting_down {
@@ -300,20 +307,20 @@ pub async fn run(
         } else if stalled_since.is_none() {
             stalled_since = Some(Instant::now());
         }
-        let full_since = outbox.full_since();
+        let slow_suspect = stalled_since.is_some() || outbox.full_since().is_some();
         // Reading is paused while the queue is full (each frame may owe an answer) and while
         // too many submissions are in flight.
         let can_read = !outbox.is_full() && inflight.len() < MAX_INFLIGHT;
         tokio::select! {
             biased;
             _ = shutdown.changed() => shutting_down = true,
-            _ = tokio::time::sleep_until(full_since.map_or_else(Instant::now, Instant::from_std) + slow), if full_since.is_some() => {
+            // Checked on a coarse tick, and only while there is something to suspect: a timer
+            // re-armed on every pass of a busy loop would cost more than the check.
+            _ = slow_check.tick(), if slow_suspect => {
                 if outbox.full_since().is_some_and(|t| t.elapsed() >= slow) {
                     tracing::info!(session = s.member.id(), "closing a client that cannot keep up (1008)");
                     break close(CloseCode::Policy, "too slow: the outbound queue stayed full");
                 }
-            }
-            _ = tokio::time::sleep_until(stalled_since.unwrap_or_else(Instant::now) + slow), if stalled_since.is_some() => {
                 if stalled_since.is_some_and(|t| t.elapsed() >= slow) && !outbox.is_empty() {
                     tracing::info!(session = s.member.id(), "closing a client that stopped reading (1008)");
                     break close(CloseCode::Policy, "too slow: the socket took nothing for slow_client_ms");
