@@ -5,13 +5,9 @@
 -- KEYS[1]  rl:{<policy>:<subject>}  (a STRING: TAT in ms)
 -- ARGV[1]  limit (burst = limit)  ARGV[2] window_ms  ARGV[3] now_ms override ('' = TIME)
 --
+-- Prepended with lib.lua (now_ms, fmt).
+--
 -- Returns {allowed (0/1), limit, remaining, retry_after_ms, reset_ms}.
-
-local function now_ms(arg)
-  if arg ~= nil and arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_ms(ARGV[3])
@@ -24,6 +20,6 @@ if allow_at > now then
   local retry = math.ceil(allow_at - now)
   return {0, limit, 0, retry, math.ceil(tat - now)}
 end
-redis.call('SET', KEYS[1], string.format('%.17g', new_tat), 'PX', math.ceil(new_tat - now))
+redis.call('SET', KEYS[1], fmt(new_tat), 'PX', math.ceil(new_tat - now))
 local remaining = math.floor((now + window - new_tat) / interval)
 return {1, limit, remaining, 0, math.ceil(new_tat - now)}

@@ -17,8 +17,7 @@ pub static SUBMIT: LazyLock<Script> =
 pub static READ: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/read.lua")));
 pub static SLIDING_LOG: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/ratelimit.lua")));
-pub static GCRA: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/gcra.lua")));
+pub static GCRA: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/gcra.lua")));
 pub static BOARD_PUT: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/board_put.lua")));
 pub static ROLLOVER: LazyLock<Script> =

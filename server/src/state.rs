@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use scorecast_shared::{ErrorCode, Id};
+use scorecast_shared::Id;
 
 use crate::auth::{Secret, Tokens};
 use crate::config::Settings;
@@ -44,9 +44,5 @@ impl AppState {
     /// Parses a path segment as an id (`invalid_id` otherwise).
     pub fn id(s: &str) -> AppResult<Id> {
         Ok(Id::parse(s)?)
-    }
-
-    pub fn is_unavailable(code: ErrorCode) -> bool {
-        code == ErrorCode::Unavailable
     }
 }

@@ -217,18 +217,31 @@ impl Store {
 
     pub async fn boards(&self) -> AppResult<Vec<(Id, BoardConfig)>> {
         let mut c = self.conn.clone();
-        let mut ids: Vec<String> = c.smembers(keys::BOARDS).await?;
+        let mut ids: Vec<Id> = c
+            .smembers::<_, Vec<String>>(keys::BOARDS)
+            .await?
+            .iter()
+            .filter_map(|id| Id::parse(id).ok())
+            .collect();
         ids.sort();
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            let Ok(id) = Id::parse(&id) else { continue };
-            match self.board(&id).await {
-                Ok(cfg) => out.push((id, cfg)),
-                Err(e) if e.code == ErrorCode::UnknownBoard => {}
-                Err(e) => return Err(e),
-            }
+        // One round trip for every config (a pipeline, not MGET: on a cluster the keys live in
+        // different slots).
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            pipe.get(keys::config(id));
         }
-        Ok(out)
+        let raw: Vec<Option<String>> = pipe.query_async(&mut c).await?;
+        ids.into_iter()
+            .zip(raw)
+            // An index entry without a config (a board being removed) is no board.
+            .filter_map(|(id, raw)| raw.map(|r| (id, r)))
+            .map(|(id, r)| {
+                Ok((
+                    id,
+                    serde_json::from_str(&r).map_err(|_| bad_reply("board config"))?,
+                ))
+            })
+            .collect()
     }
 
     /// Applies one submission atomically: dedup, limiter, op, tie-break, seq, audit log,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::ErrorCode;
-use crate::ids::{self, Id};
+use crate::ids::Id;
 
 pub const PROTOCOL_VERSION: u32 = 1;
 pub const MAX_TOP_LIMIT: u32 = 100;
@@ -344,11 +344,6 @@ impl ServerMsg {
     pub fn parse(text: &str) -> Result<ServerMsg, serde_json::Error> {
         serde_json::from_str(text)
     }
-}
-
-/// Checks an id without building one (for callers that only need a yes/no).
-pub fn is_valid_id(s: &str) -> bool {
-    ids::validate(s).is_ok()
 }
 
 #[cfg(test)]
