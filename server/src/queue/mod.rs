@@ -668,38 +668,35 @@ impl Queue {
 
     /// One promoter step: due delayed jobs to ready, at most `promote_batch`.
     pub async fn promote_due(&self) -> AppResult<Sweep> {
-        let mut c = self.queues.conn();
-        let v: Value = self
-            .invoke(&scripts::Q_PROMOTE)
-            .arg(self.inner().clock.arg())
-            .arg(self.inner().settings.promote_batch.max(1))
-            .invoke_async(&mut c)
-            .await?;
-        let (_, r) = reply(v)?;
-        Ok(Sweep {
-            moved: int(r.first()).unwrap_or(0).max(0) as u64,
-            dead: 0,
-            next_ms: int(r.get(1)).filter(|t| *t >= 0),
-            now_ms: int(r.get(2)).ok_or_else(|| bad_reply("now"))?,
-        })
+        self.sweep(&scripts::Q_PROMOTE, false).await
     }
 
     /// One reaper step: lapsed leases back to ready or to dead letters, at most
     /// `promote_batch`.
     pub async fn reap(&self) -> AppResult<Sweep> {
+        self.sweep(&scripts::Q_REAP, true).await
+    }
+
+    /// Runs a bounded maintenance script. Its reply: moved, [dead,] next_ms, now_ms.
+    async fn sweep(&self, script: &'static redis::Script, counts_dead: bool) -> AppResult<Sweep> {
         let mut c = self.queues.conn();
         let v: Value = self
-            .invoke(&scripts::Q_REAP)
+            .invoke(script)
             .arg(self.inner().clock.arg())
             .arg(self.inner().settings.promote_batch.max(1))
             .invoke_async(&mut c)
             .await?;
         let (_, r) = reply(v)?;
+        let at = usize::from(counts_dead);
         Ok(Sweep {
             moved: int(r.first()).unwrap_or(0).max(0) as u64,
-            dead: int(r.get(1)).unwrap_or(0).max(0) as u64,
-            next_ms: int(r.get(2)).filter(|t| *t >= 0),
-            now_ms: int(r.get(3)).ok_or_else(|| bad_reply("now"))?,
+            dead: if counts_dead {
+                int(r.get(1)).unwrap_or(0).max(0) as u64
+            } else {
+                0
+            },
+            next_ms: int(r.get(1 + at)).filter(|t| *t >= 0),
+            now_ms: int(r.get(2 + at)).ok_or_else(|| bad_reply("now"))?,
         })
     }
 }
