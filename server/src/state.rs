@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use scorecast_shared::Id;
+use tracing::Instrument;
 
 use crate::auth::{Secret, Tokens};
 use crate::config::Settings;
@@ -29,9 +30,10 @@ pub struct AppState {
 impl AppState {
     /// The submission core: every front door (WebSocket, HTTP, jobs) submits through here.
     pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
+        // `instrument`, not `span.enter()`: an entered guard held across an await would tag
+        // whatever else runs on this thread meanwhile with this submission's span.
         let span = tracing::debug_span!("submit", board = %s.board, player = %s.player, id = %s.id);
-        let _enter = span.enter();
-        let r = self.store.submit(s).await;
+        let r = self.store.submit(s).instrument(span).await;
         let outcome = match &r {
             Ok(a) if a.duplicate => "duplicate",
             Ok(_) => "ok",
