@@ -7,10 +7,12 @@
 //! cargo xtask test [--quick] [-- FILTER...]
 //!                                    setup, then fmt, clippy, wasm, every test
 //! cargo xtask bench [-- ARGS]        setup, then the load generator
+//! cargo xtask chaos [-- ARGS]        setup, then the fault run (kills Redis, server, workers)
 //! cargo xtask fuzz [TARGET] [-- SECS] libFuzzer on the protocol parser and the score codec
 //! ```
 
 mod bench;
+mod chaos;
 mod fuzz;
 mod setup;
 mod tasks;
@@ -33,6 +35,8 @@ commands:
                              cargo test, wasm tests, browser tests;
                              --quick runs `cargo test` only; FILTER goes to the test runners
   bench [-- ARGS]            setup, then build and run the load generator with ARGS
+  chaos [-- ARGS]            setup, then the fault run: redis-server, server and queue
+                             workers SIGKILLed mid-load, stalled spectators; prints figures
   fuzz [TARGET] [-- SECONDS] fuzz client_msg and/or codec (nightly + cargo-fuzz), 60 s each";
 
 fn main() -> ExitCode {
@@ -98,6 +102,11 @@ fn try_main() -> Result<ExitCode> {
             }
             bench::build_loadgen(&ctx)?;
             bench::run_loadgen(&ctx, &tools, &extra)?;
+        }
+        "chaos" => {
+            let (_, extra) = split_flags(&rest, &[])?;
+            let tools = setup::run(&ctx, setup::Needs::redis_only())?;
+            chaos::chaos(&ctx, &tools, &extra)?;
         }
         "fuzz" => {
             let (target, seconds) = match rest.iter().position(|a| a == "--") {
