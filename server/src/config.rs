@@ -295,7 +295,8 @@ mod tests {
         let file = dir.join("c.toml");
         std::fs::write(
             &file,
-            "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n",
+            "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n\
+             [boards.free]\nsubmit_limit = \"unlimited\"\n[auth]\nmax_token_lifetime_s = 86400\n",
         )
         .unwrap();
         let cli = Cli {
@@ -306,6 +307,15 @@ mod tests {
         let mut s = Settings::load(&cli).unwrap();
         assert_eq!(s.listen.port(), 9001);
         assert_eq!(s.boards["speedrun"].order, scorecast_shared::Order::Asc);
+        assert_eq!(
+            s.boards["speedrun"].submit_limit,
+            Some(scorecast_shared::DEFAULT_SUBMIT_LIMIT)
+        );
+        assert_eq!(
+            s.boards["free"].submit_limit, None,
+            "TOML's way to say null"
+        );
+        assert_eq!(s.auth.max_token_lifetime_s, 86_400);
         assert!(s.finish().is_err(), "no secrets outside dev");
         s.admin_token = Some(Secret::new("short"));
         s.token_secret = Some(Secret::generate());
