@@ -253,6 +253,11 @@ async fn a_revoked_token_is_refused_on_a_second_instance() {
         .admin(Method::POST, "/admin/players/a:b/revoke", json!(null))
         .await;
     assert_eq!(unknown.code(), "invalid_id");
+    let api = app.get("/openapi.json").await;
+    assert!(
+        api.body["paths"]["/admin/players/{player}/revoke"]["post"].is_object(),
+        "the revocation endpoint is in the OpenAPI document"
+    );
 }
 
 /// On a fresh Redis, reads are empty answers, not outages, and start-up work that lists boards
