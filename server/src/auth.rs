@@ -1,6 +1,7 @@
 //! Who is asking. Players are known only from a signed token (HS256 JWT: `sub` = player id,
-//! `exp` required, `nbf` honoured, optional `name`); admins present a bearer token compared in
-//! constant time. Secrets never print.
+//! `exp` required and at most `auth.max_token_lifetime_s` ahead, `nbf` honoured, `iat` checked
+//! against revocations, optional `name`); admins present a bearer token compared in constant
+//! time. Secrets never print.
 
 use std::fmt;
 
@@ -10,11 +11,14 @@ use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
 use crate::error::AppError;
+use crate::revocation::Revocations;
 
 /// Leeway for `exp` and `nbf`, seconds (DESIGN §2: at most 30 s).
 pub const LEEWAY_S: u64 = 30;
 /// Display names are kept short and printable.
 pub const MAX_NAME_CHARS: usize = 64;
+/// The longest a player token may live by default (`auth.max_token_lifetime_s`): 30 days.
+pub const DEFAULT_MAX_TOKEN_LIFETIME_S: u64 = 30 * 86_400;
 
 /// A secret string: `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +51,11 @@ impl fmt::Debug for Secret {
 pub struct Claims {
     pub sub: String,
     pub exp: u64,
+    /// Issued at, seconds since the epoch; tokens issued here carry milliseconds (a JWT
+    /// NumericDate may be fractional), so a token issued right after a revocation is not
+    /// mistaken for one issued before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nbf: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,12 +69,23 @@ pub struct Player {
     pub name: Option<String>,
     /// Token expiry, seconds since the epoch.
     pub exp: u64,
+    /// When the token was issued, ms since the epoch; 0 for a token without `iat`, which any
+    /// revocation of the player therefore covers.
+    pub issued_at_ms: i64,
+    revocations: Revocations,
 }
 
 impl Player {
-    /// Whether the token has expired (with the leeway) at `now_s`.
+    /// Whether the token is no longer good at `now_s`: expired (with the leeway), or revoked
+    /// since it was issued. Checked before every submission of a session, so a revocation also
+    /// stops sessions that authenticated before it.
     pub fn expired(&self, now_s: u64) -> bool {
-        now_s > self.exp + LEEWAY_S
+        now_s > self.exp + LEEWAY_S || self.revoked()
+    }
+
+    /// Whether the player's tokens were revoked after this one was issued.
+    pub fn revoked(&self) -> bool {
+        self.revocations.revoked(&self.id, self.issued_at_ms)
     }
 }
 
@@ -74,6 +94,8 @@ pub struct Tokens {
     enc: EncodingKey,
     dec: DecodingKey,
     validation: Validation,
+    max_lifetime_s: u64,
+    revocations: Revocations,
 }
 
 fn unauthorized(msg: impl Into<String>) -> AppError {
@@ -90,27 +112,89 @@ impl Tokens {
             enc: EncodingKey::from_secret(secret.expose().as_bytes()),
             dec: DecodingKey::from_secret(secret.expose().as_bytes()),
             validation,
+            max_lifetime_s: DEFAULT_MAX_TOKEN_LIFETIME_S,
+            revocations: Revocations::default(),
         }
     }
 
-    /// Verifies a player token: HS256 only (never `none`), `exp` required.
+    /// The same keys with a maximum token lifetime and this instance's revocations.
+    pub fn with_limits(mut self, max_lifetime_s: u64, revocations: Revocations) -> Tokens {
+        self.max_lifetime_s = max_lifetime_s;
+        self.revocations = revocations;
+        self
+    }
+
+    /// The longest a token may live, seconds.
+    pub fn max_lifetime_s(&self) -> u64 {
+        self.max_lifetime_s
+    }
+
+    pub fn revocations(&self) -> &Revocations {
+        &self.revocations
+    }
+
+    /// How long a revocation must be kept: until every token it covers has expired.
+    pub fn revocation_keep_ms(&self) -> u64 {
+        (self.max_lifetime_s + 2 * LEEWAY_S) * 1000
+    }
+
+    /// Verifies a player token: HS256 only (never `none`), `exp` required and no further than
+    /// the maximum lifetime ahead, `iat` (when present) not in the future, not revoked.
     pub fn verify(&self, token: &str) -> Result<Player, AppError> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.dec, &self.validation)
             .map_err(|e| unauthorized(format!("invalid token: {e}")))?;
         let id =
             Id::parse(&data.claims.sub).map_err(|e| unauthorized(format!("token subject: {e}")))?;
-        Ok(Player {
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let now_s = now_ms.max(0) as u64 / 1000;
+        if data.claims.exp > now_s + self.max_lifetime_s + LEEWAY_S {
+            return Err(unauthorized(format!(
+                "the token lives too long: exp may be at most {} s from now",
+                self.max_lifetime_s
+            )));
+        }
+        let issued_at_ms = match data.claims.iat {
+            None => 0,
+            Some(iat) if iat.is_finite() && iat >= 0.0 => (iat * 1000.0).floor() as i64,
+            Some(_) => return Err(unauthorized("invalid token: iat is not a time")),
+        };
+        if issued_at_ms > now_ms + (LEEWAY_S * 1000) as i64 {
+            return Err(unauthorized("invalid token: issued in the future (iat)"));
+        }
+        // With `iat`, the lifetime is bounded from the issue time too, so every token that a
+        // revocation covers has expired when its record is dropped (see `revocation_keep_ms`).
+        if data.claims.iat.is_some()
+            && (data.claims.exp as i64).saturating_mul(1000) - issued_at_ms
+                > ((self.max_lifetime_s + LEEWAY_S) * 1000) as i64
+        {
+            return Err(unauthorized(format!(
+                "the token lives too long: exp may be at most {} s after iat",
+                self.max_lifetime_s
+            )));
+        }
+        let player = Player {
             id,
             name: data.claims.name.map(clean_name).filter(|n| !n.is_empty()),
             exp: data.claims.exp,
-        })
+            issued_at_ms,
+            revocations: self.revocations.clone(),
+        };
+        if player.revoked() {
+            return Err(unauthorized(format!(
+                "the tokens of {} issued before their revocation are no longer valid",
+                player.id
+            )));
+        }
+        Ok(player)
     }
 
+    /// A token for `player` living `ttl_s` seconds (callers bound it by the maximum lifetime).
     pub fn issue(&self, player: &Id, name: Option<&str>, ttl_s: u64) -> String {
-        let now = chrono::Utc::now().timestamp().max(0) as u64;
+        let now_ms = chrono::Utc::now().timestamp_millis().max(0);
         let claims = Claims {
             sub: player.to_string(),
-            exp: now + ttl_s,
+            exp: now_ms as u64 / 1000 + ttl_s,
+            iat: Some(now_ms as f64 / 1000.0),
             nbf: None,
             name: name.map(str::to_owned),
         };
@@ -119,10 +203,27 @@ impl Tokens {
     }
 }
 
-/// Keeps display names printable and short.
+/// Characters that reorder or hide the text around them: the bidirectional controls (which can
+/// make a name render backwards or swallow the rank beside it), line and paragraph separators,
+/// and the byte-order mark. Zero-width (non-)joiners stay: emoji and several scripts need them.
+fn is_invisible_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}'                  // ARABIC LETTER MARK
+            | '\u{200E}' | '\u{200F}' // LRM, RLM
+            | '\u{202A}'..='\u{202E}' // LRE, RLE, PDF, LRO, RLO
+            | '\u{2066}'..='\u{2069}' // LRI, RLI, FSI, PDI
+            | '\u{2028}' | '\u{2029}' // line and paragraph separators
+            | '\u{FEFF}' // byte-order mark / zero-width no-break space
+    )
+}
+
+/// Keeps display names printable and short: control characters and the invisible ones of
+/// [`is_invisible_control`] are dropped. Markup is kept as text: the pages render names with
+/// `textContent`, never as HTML.
 pub fn clean_name(name: String) -> String {
     name.chars()
-        .filter(|c| !c.is_control())
+        .filter(|c| !c.is_control() && !is_invisible_control(*c))
         .take(MAX_NAME_CHARS)
         .collect::<String>()
         .trim()
@@ -156,6 +257,26 @@ mod tests {
         assert_eq!(p.name.as_deref(), Some("Alice"));
         let other = Tokens::new(&Secret::generate());
         assert!(other.verify(&t.issue(&alice, None, 60)).is_err());
+    }
+
+    #[test]
+    fn tokens_beyond_the_maximum_lifetime_are_refused() {
+        let t = Tokens::new(&Secret::generate()).with_limits(3600, Revocations::default());
+        let alice = Id::parse("alice").unwrap();
+        assert!(t.verify(&t.issue(&alice, None, 3600)).is_ok());
+        let e = t
+            .verify(&t.issue(&alice, None, 10 * 365 * 86_400))
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::Unauthorized);
+    }
+
+    #[test]
+    fn names_lose_bidi_and_control_characters_but_keep_markup_as_text() {
+        assert_eq!(
+            clean_name("\u{202E}evil\u{2066}<b>x</b>\u{200F}\n".into()),
+            "evil<b>x</b>"
+        );
+        assert_eq!(clean_name("👩\u{200D}🚀".into()), "👩\u{200D}🚀");
     }
 
     #[test]

@@ -99,6 +99,27 @@ impl Default for WsSettings {
     }
 }
 
+/// Player tokens.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSettings {
+    /// The longest a player token may live: `exp` further than this from now (or, with `iat`,
+    /// from its issue) is refused `unauthorized`; also the bound of `POST /admin/tokens` `ttl_s`.
+    pub max_token_lifetime_s: u64,
+    /// How often each instance reads revocations made anywhere (a revocation holds on every
+    /// instance within this, plus one Redis round trip).
+    pub revocation_poll_ms: u64,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        AuthSettings {
+            max_token_lifetime_s: crate::auth::DEFAULT_MAX_TOKEN_LIFETIME_S,
+            revocation_poll_ms: 250,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueueSettings {
@@ -150,6 +171,7 @@ pub struct Settings {
     pub public_limit: Policy,
     pub ws: WsSettings,
     pub queues: QueueSettings,
+    pub auth: AuthSettings,
     pub boards: BTreeMap<String, BoardConfig>,
     /// Run the built-in job workers (rollover, rewards, notify).
     pub workers: bool,
@@ -176,6 +198,7 @@ impl Default for Settings {
             },
             ws: WsSettings::default(),
             queues: QueueSettings::default(),
+            auth: AuthSettings::default(),
             boards: BTreeMap::new(),
             workers: true,
         }
@@ -220,7 +243,13 @@ impl Settings {
                 generated = Some(t.clone());
                 self.admin_token = Some(t);
             }
-            self.boards.entry(DEV_BOARD.into()).or_default();
+            // The demo game submits on every merge: no submit limit.
+            self.boards
+                .entry(DEV_BOARD.into())
+                .or_insert_with(|| BoardConfig {
+                    submit_limit: None,
+                    ..BoardConfig::default()
+                });
         }
         for (name, s) in [
             ("admin token (SCORECAST_ADMIN_TOKEN)", &self.admin_token),
@@ -244,6 +273,13 @@ impl Settings {
         if self.public_limit.limit == 0 || self.public_limit.window_ms == 0 {
             bail!("public_limit needs limit >= 1 and window_ms >= 1");
         }
+        // Up to ten years; the revocation records (kept as long) stay small either way.
+        if !(60..=10 * 366 * 86_400).contains(&self.auth.max_token_lifetime_s) {
+            bail!("auth.max_token_lifetime_s must be 60..=316224000");
+        }
+        if !(10..=1000).contains(&self.auth.revocation_poll_ms) {
+            bail!("auth.revocation_poll_ms must be 10..=1000 (a revocation must hold within a second)");
+        }
         Ok(())
     }
 }
@@ -259,7 +295,8 @@ mod tests {
         let file = dir.join("c.toml");
         std::fs::write(
             &file,
-            "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n",
+            "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n\
+             [boards.free]\nsubmit_limit = \"unlimited\"\n[auth]\nmax_token_lifetime_s = 86400\n",
         )
         .unwrap();
         let cli = Cli {
@@ -270,6 +307,15 @@ mod tests {
         let mut s = Settings::load(&cli).unwrap();
         assert_eq!(s.listen.port(), 9001);
         assert_eq!(s.boards["speedrun"].order, scorecast_shared::Order::Asc);
+        assert_eq!(
+            s.boards["speedrun"].submit_limit,
+            Some(scorecast_shared::DEFAULT_SUBMIT_LIMIT)
+        );
+        assert_eq!(
+            s.boards["free"].submit_limit, None,
+            "TOML's way to say null"
+        );
+        assert_eq!(s.auth.max_token_lifetime_s, 86_400);
         assert!(s.finish().is_err(), "no secrets outside dev");
         s.admin_token = Some(Secret::new("short"));
         s.token_secret = Some(Secret::generate());
@@ -285,6 +331,9 @@ mod tests {
         };
         let printed = s.finish().unwrap();
         assert!(printed.is_some());
-        assert!(s.boards.contains_key(DEV_BOARD));
+        assert_eq!(
+            s.boards[DEV_BOARD].submit_limit, None,
+            "the demo board is unlimited"
+        );
     }
 }

@@ -46,6 +46,11 @@ pub fn limiter(policy: &str, subject: &str) -> String {
     format!("rl:{{{policy}:{subject}}}")
 }
 
+/// `sc:{revoked}`: player -> when their tokens were last revoked (ms); and `sc:{revoked}:seq`,
+/// bumped on each revocation. One hash tag, so one cluster slot for `lua/revoke.lua`.
+pub const REVOKED: &str = "sc:{revoked}";
+pub const REVOKED_SEQ: &str = "sc:{revoked}:seq";
+
 /// `sc:queues`: names of the queues that have had a job (an index for the promoter and reaper).
 pub const QUEUES: &str = "sc:queues";
 

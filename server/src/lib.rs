@@ -15,6 +15,7 @@ pub mod keys;
 pub mod limiter;
 pub mod metrics;
 pub mod queue;
+pub mod revocation;
 pub mod scripts;
 pub mod startup;
 pub mod state;

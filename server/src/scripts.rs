@@ -26,6 +26,10 @@ pub static SEASON_EVENT: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/season_event.lua")));
 pub static REMOVE: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/remove.lua")));
+pub static REVOKE: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/revoke.lua")));
+pub static REVOKED_READ: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/revoked_read.lua")));
 
 // Queue scripts (DESIGN §7): lib.lua, then the queue helpers of q_lib.lua, then the script.
 const QLIB: &str = include_str!("../../lua/q_lib.lua");

@@ -17,6 +17,7 @@ use crate::config::Settings;
 use crate::embedded::RedisProcess;
 use crate::limiter::Limiter;
 use crate::queue::{Background, Queues};
+use crate::revocation::Revocations;
 use crate::state::AppState;
 use crate::store::Store;
 use crate::ws::Hub;
@@ -64,7 +65,20 @@ impl Application {
         Self::build_with_clock(settings, Clock::Redis).await
     }
 
-    pub async fn build_with_clock(settings: Settings, clock: Clock) -> anyhow::Result<Application> {
+    pub async fn build_with_clock(
+        mut settings: Settings,
+        clock: Clock,
+    ) -> anyhow::Result<Application> {
+        let listener = TcpListener::bind(settings.listen)
+            .with_context(|| format!("cannot listen on {}", settings.listen))?;
+        let local = listener.local_addr()?;
+        if settings.allowed_origins.is_empty() {
+            // The server's own origins, from the address it really listens on (port 0 in tests).
+            settings.allowed_origins = crate::ws::own_origins(local);
+            if !settings.dev && !(local.ip().is_loopback()) {
+                tracing::warn!(origins = ?settings.allowed_origins, "allowed_origins not set: browsers may open WebSockets only from these origins; set it to the public origin(s) of your pages");
+            }
+        }
         let (url, embedded) = match &settings.redis_url {
             Some(url) => (url.expose().to_owned(), None),
             None => {
@@ -90,13 +104,23 @@ impl Application {
         );
         // The hub's dedicated pub/sub connection comes from the same URL (never the shared one).
         let hub = Hub::start(&url, store.clone(), &settings)?;
+        // Revocations made through any instance: read once now, then polled.
+        let revocations = Revocations::default();
+        if let Err(e) = revocations.refresh(&mut conn.clone()).await {
+            anyhow::bail!("cannot read token revocations: {e}");
+        }
+        revocations.spawn_poller(
+            conn.clone(),
+            Duration::from_millis(settings.auth.revocation_poll_ms),
+        );
         let state = AppState {
             hub: hub.clone(),
             queues,
             store,
             limiter: Limiter::new(conn, clock),
             // unwrap: Settings::finish ensured both secrets before build.
-            tokens: Tokens::new(settings.token_secret.as_ref().context("no token secret")?),
+            tokens: Tokens::new(settings.token_secret.as_ref().context("no token secret")?)
+                .with_limits(settings.auth.max_token_lifetime_s, revocations),
             admin_token: settings.admin_token.clone().context("no admin token")?,
             settings: Arc::new(settings),
         };
@@ -110,9 +134,7 @@ impl Application {
             .settings
             .workers
             .then(|| crate::jobs::start(&state, Arc::new(hub)));
-        let listener = TcpListener::bind(state.settings.listen)
-            .with_context(|| format!("cannot listen on {}", state.settings.listen))?;
-        let port = listener.local_addr()?.port();
+        let port = local.port();
         let data = web::Data::new(state.clone());
         let web_dir = state.settings.web_dir.clone();
         let server = HttpServer::new(move || {
@@ -126,6 +148,20 @@ impl Application {
                         let mut res = fut.await?;
                         crate::http::cors_v1(&mut res);
                         Ok(res)
+                    }
+                })
+                // Outermost: an oversize request head goes no further.
+                .wrap_fn(|req, srv| {
+                    use actix_web::dev::Service;
+                    let fut = match crate::http::check_head(req.head()) {
+                        Ok(()) => Ok(srv.call(req)),
+                        Err(e) => Err(e),
+                    };
+                    async move {
+                        match fut {
+                            Ok(f) => f.await,
+                            Err(e) => Err(e.into()),
+                        }
                     }
                 })
                 .configure(crate::http::routes)

@@ -224,6 +224,10 @@ impl Store {
             .filter_map(|id| Id::parse(id).ok())
             .collect();
         ids.sort();
+        if ids.is_empty() {
+            // A fresh store: an empty pipeline would be an "empty command" error from redis-rs.
+            return Ok(Vec::new());
+        }
         // One round trip for every config (a pipeline, not MGET: on a cluster the keys live in
         // different slots).
         let mut pipe = redis::pipe();

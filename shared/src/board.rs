@@ -86,6 +86,57 @@ pub struct SubmitLimit {
     pub window_ms: u64,
 }
 
+/// The `submit_limit` of a board configured without one: 10 submissions per second per player.
+/// Plenty for a game that submits on events (a level, a match, a merge), and it stops one token
+/// holder from flooding a board (and Redis) with thousands of submissions a second. A board that
+/// needs more says so, or says `"submit_limit": null` (TOML: `"unlimited"`) for no limit.
+pub const DEFAULT_SUBMIT_LIMIT: SubmitLimit = SubmitLimit {
+    limit: 10,
+    window_ms: 1000,
+};
+
+/// `submit_limit`: a limit, or none when given as `null` (JSON) or `"unlimited"` (TOML has no
+/// null). A board that leaves the field out gets [`DEFAULT_SUBMIT_LIMIT`] (`BoardConfig`'s
+/// `Default`).
+fn limit_or_unlimited<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<SubmitLimit>, D::Error> {
+    use serde::de::{self, MapAccess, Visitor};
+
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Option<SubmitLimit>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(r#"{"limit": N, "window_ms": MS}, null or "unlimited""#)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D2: serde::Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_any(V)
+        }
+
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+            match s {
+                "unlimited" => Ok(None),
+                other => Err(E::invalid_value(de::Unexpected::Str(other), &self)),
+            }
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            SubmitLimit::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+    }
+    d.deserialize_any(V)
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
@@ -99,6 +150,8 @@ pub struct BoardConfig {
     pub reset: Reset,
     pub keep_seasons: u32,
     pub max_points_per_submit: Option<i64>,
+    /// Per player; left out: [`DEFAULT_SUBMIT_LIMIT`]; `null` (TOML: `"unlimited"`): none.
+    #[serde(deserialize_with = "limit_or_unlimited")]
     pub submit_limit: Option<SubmitLimit>,
     pub rewards_top: u32,
 }
@@ -115,7 +168,7 @@ impl Default for BoardConfig {
             reset: Reset::Never,
             keep_seasons: 12,
             max_points_per_submit: None,
-            submit_limit: None,
+            submit_limit: Some(DEFAULT_SUBMIT_LIMIT),
             rewards_top: 0,
         }
     }
@@ -219,6 +272,40 @@ mod tests {
         }
         .validate()
         .is_ok());
+    }
+
+    #[test]
+    fn submit_limit_defaults_on_and_null_means_unlimited() {
+        let c: BoardConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(c.submit_limit, Some(DEFAULT_SUBMIT_LIMIT));
+        let c: BoardConfig = serde_json::from_str(r#"{"submit_limit": null}"#).unwrap();
+        assert_eq!(c.submit_limit, None);
+        let c: BoardConfig = serde_json::from_str(r#"{"submit_limit": "unlimited"}"#).unwrap();
+        assert_eq!(c.submit_limit, None);
+        let c: BoardConfig =
+            serde_json::from_str(r#"{"submit_limit": {"limit": 3, "window_ms": 50}}"#).unwrap();
+        assert_eq!(
+            c.submit_limit,
+            Some(SubmitLimit {
+                limit: 3,
+                window_ms: 50
+            })
+        );
+        // What is stored says `null` for an unlimited board, so it stays unlimited when read back.
+        let unlimited = BoardConfig {
+            submit_limit: None,
+            ..Default::default()
+        };
+        let back: BoardConfig =
+            serde_json::from_str(&serde_json::to_string(&unlimited).unwrap()).unwrap();
+        assert_eq!(back, unlimited);
+        for bad in [
+            r#"{"submit_limit": "none"}"#,
+            r#"{"submit_limit": {"limt": 3, "window_ms": 50}}"#,
+            r#"{"submit_limit": 10}"#,
+        ] {
+            assert!(serde_json::from_str::<BoardConfig>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Ids of players, boards, seasons, queues, jobs and submissions (DESIGN §2): 1–64 characters of
-//! `[A-Za-z0-9_.-]`. Anything else — braces that would break Redis hash tags, colons that would
-//! forge key names, spaces, control characters — is refused before Redis is touched.
+//! `[A-Za-z0-9_.-]`, at least one of them not a `.`. Anything else — braces that would break
+//! Redis hash tags, colons that would forge key names, spaces, control characters, and `.`, `..`
+//! or `...`, which read as paths in URLs and file names — is refused before Redis is touched.
 
 use std::fmt;
 
@@ -21,6 +22,8 @@ pub enum IdError {
     TooLong,
     #[error("id contains {0:?}; allowed are A-Z a-z 0-9 _ . -")]
     BadChar(char),
+    #[error("id is only dots; it needs at least one of A-Z a-z 0-9 _ -")]
+    OnlyDots,
 }
 
 impl Id {
@@ -48,6 +51,9 @@ pub fn validate(s: &str) -> Result<(), IdError> {
     }
     if s.len() > MAX_ID_LEN {
         return Err(IdError::TooLong);
+    }
+    if s.bytes().all(|b| b == b'.') {
+        return Err(IdError::OnlyDots);
     }
     Ok(())
 }
@@ -84,6 +90,15 @@ mod tests {
         assert!(Id::parse("alice").is_ok());
         assert!(Id::parse("A-z_0.9").is_ok());
         assert!(Id::parse(&"a".repeat(64)).is_ok());
+        assert!(Id::parse(".a.").is_ok());
+        assert!(Id::parse("..-").is_ok());
+    }
+
+    #[test]
+    fn refuses_ids_made_only_of_dots() {
+        for bad in [".", "..", "...", &".".repeat(64)] {
+            assert_eq!(Id::parse(bad), Err(IdError::OnlyDots), "{bad:?}");
+        }
     }
 
     #[test]

@@ -13,7 +13,9 @@ pub mod protocol;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use board::{BoardConfig, Op, Order, Ranking, Reset, SubmitLimit, TieBreak};
+pub use board::{
+    BoardConfig, Op, Order, Ranking, Reset, SubmitLimit, TieBreak, DEFAULT_SUBMIT_LIMIT,
+};
 pub use codec::{Codec, CodecError, MAX_POINTS};
 pub use error::ErrorCode;
 pub use ids::{Id, IdError};

@@ -1,6 +1,7 @@
 //! End-to-end tests: one binary, real redis-server processes, real servers.
 
 mod boards;
+mod hardening;
 mod queues;
 mod seasons_jobs;
 mod ws;

@@ -166,7 +166,7 @@ pub async fn log(
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
     pub player: String,
-    /// Lifetime in seconds (default 3600, at most 30 days).
+    /// Lifetime in seconds: default 3600, at most `auth.max_token_lifetime_s` (default 30 days).
     pub ttl_s: Option<u64>,
     pub name: Option<String>,
 }
@@ -185,17 +185,57 @@ pub async fn tokens(
     body: web::Json<TokenRequest>,
 ) -> AppResult<HttpResponse> {
     let player = AppState::id(&body.player)?;
-    let ttl = body.ttl_s.unwrap_or(3600);
-    if !(1..=30 * 86_400).contains(&ttl) {
-        return Err(AppError::bad_request("ttl_s must be 1..=2592000"));
+    let max = st.tokens.max_lifetime_s();
+    let ttl = body.ttl_s.unwrap_or(3600.min(max));
+    if !(1..=max).contains(&ttl) {
+        return Err(AppError::bad_request(format!("ttl_s must be 1..={max}")));
     }
     let name = body.name.clone().map(crate::auth::clean_name);
     let token = st.tokens.issue(&player, name.as_deref(), ttl);
     Ok(HttpResponse::Ok().json(TokenResponse { token }))
 }
 
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Revoked {
+    pub player: String,
+    /// Tokens of the player issued before this time (ms since the epoch, Redis clock) are
+    /// refused from now on, on every instance.
+    pub revoked_at_ms: i64,
+}
+
+/// Revokes every token of a player issued before now: `hello` with one of them is refused and
+/// sessions that authenticated with one get their next submissions rejected `unauthorized`, on
+/// every instance within a second. Tokens issued afterwards work. A token without `iat` counts
+/// as issued before any revocation (for as long as the revocation is kept: the maximum token
+/// lifetime).
+#[utoipa::path(params(("player" = String, Path)), responses((status = 200, body = Revoked), (status = 400)), tag = "admin", security(("admin" = [])))]
+#[post("/admin/players/{player}/revoke")]
+pub async fn revoke(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let player = AppState::id(&path)?;
+    let revoked_at_ms = st
+        .tokens
+        .revocations()
+        .revoke(
+            &mut st.store.conn(),
+            st.store.clock(),
+            &player,
+            st.tokens.revocation_keep_ms(),
+        )
+        .await?;
+    tracing::info!(%player, revoked_at_ms, "tokens revoked");
+    Ok(HttpResponse::Ok().json(Revoked {
+        player: player.into_string(),
+        revoked_at_ms,
+    }))
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(put_board)
+        .service(revoke)
         .service(score)
         .service(remove)
         .service(rollover)

@@ -15,6 +15,54 @@ use crate::error::AppError;
 
 /// Request bodies above this are refused with 413 `payload_too_large`.
 pub const MAX_BODY: usize = 64 * 1024;
+/// A request head (method, target and every header) above this is refused with 431 before any
+/// handler runs. actix-web itself only refuses a head that arrives slowly enough to overflow its
+/// read buffer; one that arrives in a single read is parsed whatever its size.
+pub const MAX_HEAD: usize = 32 * 1024;
+
+/// The 431 answer to a request head above [`MAX_HEAD`] (code `payload_too_large`: the fix is
+/// the same, send less).
+#[derive(Debug)]
+pub struct HeadTooLarge(usize);
+
+impl std::fmt::Display for HeadTooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "request head of {} bytes; at most {MAX_HEAD}", self.0)
+    }
+}
+
+impl actix_web::ResponseError for HeadTooLarge {
+    fn status_code(&self) -> actix_web::http::StatusCode {
+        actix_web::http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+    }
+
+    fn error_response(&self) -> actix_web::HttpResponse {
+        actix_web::HttpResponse::build(self.status_code())
+            .insert_header((actix_web::http::header::CONNECTION, "close"))
+            .json(serde_json::json!({"error": {
+                "code": ErrorCode::PayloadTooLarge.as_str(),
+                "message": self.to_string(),
+            }}))
+    }
+}
+
+/// Refuses a request whose head is above [`MAX_HEAD`] bytes (as sent: `name: value\r\n` each).
+pub fn check_head(head: &actix_web::dev::RequestHead) -> Result<(), HeadTooLarge> {
+    let target = head.uri.path_and_query().map_or(0, |p| p.as_str().len())
+        + head.uri.authority().map_or(0, |a| a.as_str().len());
+    let size = head.method.as_str().len()
+        + target
+        + head
+            .headers()
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 4)
+            .sum::<usize>();
+    if size > MAX_HEAD {
+        Err(HeadTooLarge(size))
+    } else {
+        Ok(())
+    }
+}
 
 pub fn json_config() -> web::JsonConfig {
     web::JsonConfig::default()

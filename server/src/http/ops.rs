@@ -40,7 +40,7 @@ pub async fn metrics() -> HttpResponse {
         super::public::boards, super::public::top, super::public::player_get, super::public::around,
         super::public::players, super::public::seasons, super::public::guest,
         super::admin::put_board, super::admin::score, super::admin::remove, super::admin::rollover,
-        super::admin::log, super::admin::tokens,
+        super::admin::log, super::admin::tokens, super::admin::revoke,
         super::queues::enqueue, super::queues::counts, super::queues::claim, super::queues::ack,
         super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
     ),

@@ -12,6 +12,10 @@ use crate::store::{Page, Read, SeasonInfo};
 
 pub const MAX_LIMIT: u64 = 100;
 pub const MAX_RADIUS: u64 = 25;
+/// The largest `offset` of a top read: a Redis sorted set holds at most 2^32 − 1 members, so
+/// any offset past that is empty anyway; beyond it the number would no longer reach the Lua
+/// script exactly. Larger offsets are `bad_request`.
+pub const MAX_OFFSET: u64 = u32::MAX as u64;
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct BoardInfo {
@@ -65,6 +69,7 @@ pub struct SeasonList {
 pub struct TopQuery {
     /// 1–100, default 10.
     pub limit: Option<u64>,
+    /// 0–4294967295 (the most members a Redis sorted set holds), default 0.
     pub offset: Option<u64>,
     /// A past season; default the current one.
     pub season: Option<String>,
@@ -143,6 +148,11 @@ pub async fn top(
     let board = AppState::id(&path)?;
     let n = in_range("limit", q.limit, 10, MAX_LIMIT)?;
     let offset = q.offset.unwrap_or(0);
+    if offset > MAX_OFFSET {
+        return Err(AppError::bad_request(format!(
+            "offset must be 0..={MAX_OFFSET}, got {offset}"
+        )));
+    }
     let page = st
         .store
         .read(
@@ -306,7 +316,8 @@ pub async fn guest(
         ));
     }
     let player = AppState::id(&format!("guest-{}", body.name))?;
-    let token = st.tokens.issue(&player, Some(&body.name), 24 * 3600);
+    let ttl = (24 * 3600).min(st.tokens.max_lifetime_s());
+    let token = st.tokens.issue(&player, Some(&body.name), ttl);
     Ok(HttpResponse::Ok().json(GuestResponse {
         player: player.into_string(),
         token,

@@ -30,9 +30,9 @@ pub struct EnqueueBody {
     pub payload: Option<Box<RawValue>>,
     /// 0 (most urgent) ..= 9; default 5.
     pub priority: Option<i64>,
-    /// Ready at this time (ms since the epoch). Not with `delay_ms`.
+    /// Ready at this time (ms since the epoch), at most 366 days from now. Not with `delay_ms`.
     pub run_at_ms: Option<i64>,
-    /// Ready after this many ms. Not with `run_at_ms`.
+    /// Ready after this many ms, at most 366 days. Not with `run_at_ms`.
     pub delay_ms: Option<i64>,
     /// Claims before the job goes to dead letters; default 5.
     pub max_attempts: Option<i64>,
@@ -204,7 +204,8 @@ pub struct AckBody {
 #[serde(deny_unknown_fields)]
 pub struct NackBody {
     pub token: String,
-    /// Back in ready after this long; default: exponential backoff with jitter.
+    /// Back in ready after this long (at most 366 days); default: exponential backoff with
+    /// jitter.
     pub delay_ms: Option<u64>,
 }
 
@@ -319,7 +320,14 @@ pub async fn dead(
             "limit must be 1..={MAX_DEAD_PAGE}"
         )));
     }
-    let (total, dead) = q.dead(query.offset.unwrap_or(0), limit).await?;
+    let offset = query.offset.unwrap_or(0);
+    if offset > super::public::MAX_OFFSET {
+        return Err(AppError::bad_request(format!(
+            "offset must be 0..={}",
+            super::public::MAX_OFFSET
+        )));
+    }
+    let (total, dead) = q.dead(offset, limit).await?;
     let jobs = dead
         .iter()
         .map(|d| DeadView {

@@ -32,6 +32,10 @@ use background::Wakeup;
 pub const MAX_PRIORITY: u8 = 9;
 /// Upper bound of `max_attempts`.
 pub const MAX_ATTEMPTS: u32 = 1000;
+/// The furthest ahead a job may be scheduled (`run_at_ms`, `delay_ms`, a nack's `delay_ms`):
+/// 366 days. Beyond that a time is far more likely a unit mistake than a plan, and a job parked
+/// there would never run nor dead-letter.
+pub const MAX_SCHEDULE_AHEAD_MS: i64 = 366 * 86_400_000;
 /// Lapsed leases reaped and due jobs promoted inline by each claim, at most.
 const INLINE_BOUND: u32 = 16;
 
@@ -378,6 +382,20 @@ impl Queue {
                 "max_attempts must be 1..={MAX_ATTEMPTS}"
             )));
         }
+        let now = self.inner().clock.now_ms();
+        match job.when {
+            When::At(t) if t > now.saturating_add(MAX_SCHEDULE_AHEAD_MS) => {
+                return Err(AppError::bad_request(format!(
+                    "run_at_ms may be at most {MAX_SCHEDULE_AHEAD_MS} ms (366 days) from now"
+                )))
+            }
+            When::In(d) if d > MAX_SCHEDULE_AHEAD_MS as u64 => {
+                return Err(AppError::bad_request(format!(
+                    "delay_ms must be 0..={MAX_SCHEDULE_AHEAD_MS} (366 days)"
+                )))
+            }
+            _ => {}
+        }
         let id = match job.id {
             Some(id) => id,
             // unwrap: a simple uuid is 32 hex characters, a valid id.
@@ -562,6 +580,11 @@ impl Queue {
     /// Gives a claimed job back: after `delay` if given, else after exponential backoff with
     /// jitter; to dead letters when its attempts are used up.
     pub async fn nack(&self, id: &Id, token: &str, delay: Option<Duration>) -> AppResult<Requeued> {
+        if delay.is_some_and(|d| d.as_millis() > MAX_SCHEDULE_AHEAD_MS as u128) {
+            return Err(AppError::bad_request(format!(
+                "delay_ms must be 0..={MAX_SCHEDULE_AHEAD_MS} (366 days)"
+            )));
+        }
         let s = &self.inner().settings;
         let mut c = self.queues.conn();
         let v: Value = self

@@ -9,6 +9,8 @@ pub mod hub;
 pub mod outbox;
 pub mod session;
 
+use std::net::SocketAddr;
+
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use scorecast_shared::ErrorCode;
@@ -28,21 +30,40 @@ fn normalise(origin: &str) -> String {
     origin.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 
+/// The server's own origins when it listens on `addr`, the default of `allowed_origins`
+/// (DESIGN §2). Known from the configuration alone, never from a request: a `Host` header is
+/// whatever the client says (Origin and Host both `evil.example` would otherwise pass). On a
+/// loopback or unspecified address these are the loopback names; a server reached under a public
+/// name needs that name in `allowed_origins`.
+pub fn own_origins(addr: SocketAddr) -> Vec<String> {
+    let port = addr.port();
+    let hosts: Vec<String> = if addr.ip().is_loopback() || addr.ip().is_unspecified() {
+        vec!["127.0.0.1".into(), "localhost".into(), "[::1]".into()]
+    } else {
+        match addr {
+            SocketAddr::V4(a) => vec![a.ip().to_string()],
+            SocketAddr::V6(a) => vec![format!("[{}]", a.ip())],
+        }
+    };
+    let mut out = Vec::new();
+    for h in hosts {
+        out.push(format!("http://{h}:{port}"));
+        if port == 80 {
+            out.push(format!("http://{h}"));
+        }
+    }
+    out
+}
+
 /// Whether a browser page from `origin` may open a WebSocket (DESIGN §2): requests without an
-/// Origin (non-browser clients) pass; `--dev` allows any; otherwise the configured list, which
-/// defaults to the server's own origin (`http(s)://<Host>`). `*` in the list allows any.
-pub fn origin_allowed(origin: Option<&str>, host: Option<&str>, settings: &Settings) -> bool {
+/// Origin (non-browser clients) pass; `--dev` allows any; otherwise `allowed_origins` (filled
+/// with [`own_origins`] at start-up when not configured). `*` in the list allows any.
+pub fn origin_allowed(origin: Option<&str>, settings: &Settings) -> bool {
     let Some(origin) = origin else { return true };
     if settings.dev {
         return true;
     }
     let origin = normalise(origin);
-    if settings.allowed_origins.is_empty() {
-        let Some(host) = host.map(normalise) else {
-            return false;
-        };
-        return origin == format!("http://{host}") || origin == format!("https://{host}");
-    }
     settings
         .allowed_origins
         .iter()
@@ -54,13 +75,11 @@ async fn upgrade(
     body: web::Payload,
     st: web::Data<AppState>,
 ) -> actix_web::Result<HttpResponse> {
-    let header_str = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
-    // The Host header itself, not ConnectionInfo: that one believes X-Forwarded-Host.
-    if !origin_allowed(
-        header_str(header::ORIGIN),
-        header_str(header::HOST),
-        &st.settings,
-    ) {
+    let origin = req
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok());
+    if !origin_allowed(origin, &st.settings) {
         return Err(AppError::new(
             ErrorCode::Forbidden,
             "this Origin may not open a WebSocket here",
@@ -107,27 +126,39 @@ mod tests {
 
     #[test]
     fn origins_default_to_the_servers_own() {
-        let s = Settings::default();
-        let host = Some("127.0.0.1:8080");
-        assert!(origin_allowed(None, host, &s), "non-browser clients pass");
-        assert!(origin_allowed(Some("http://127.0.0.1:8080"), host, &s));
-        assert!(origin_allowed(Some("https://127.0.0.1:8080/"), host, &s));
-        assert!(!origin_allowed(Some("http://evil.example"), host, &s));
-        assert!(!origin_allowed(Some("http://127.0.0.1:8081"), host, &s));
+        let s = Settings {
+            allowed_origins: own_origins("127.0.0.1:8080".parse().unwrap()),
+            ..Settings::default()
+        };
+        assert!(origin_allowed(None, &s), "non-browser clients pass");
+        assert!(origin_allowed(Some("http://127.0.0.1:8080"), &s));
+        assert!(origin_allowed(Some("http://localhost:8080/"), &s));
+        assert!(!origin_allowed(Some("http://evil.example"), &s));
+        assert!(!origin_allowed(Some("http://127.0.0.1:8081"), &s));
         let dev = Settings {
             dev: true,
             ..Settings::default()
         };
-        assert!(origin_allowed(Some("http://evil.example"), host, &dev));
+        assert!(origin_allowed(Some("http://evil.example"), &dev));
         let listed = Settings {
             allowed_origins: vec!["https://game.example".into()],
             ..Settings::default()
         };
-        assert!(origin_allowed(Some("https://GAME.example"), host, &listed));
-        assert!(!origin_allowed(
-            Some("http://127.0.0.1:8080"),
-            host,
-            &listed
-        ));
+        assert!(origin_allowed(Some("https://GAME.example"), &listed));
+        assert!(!origin_allowed(Some("http://127.0.0.1:8080"), &listed));
+        assert!(
+            !origin_allowed(Some("http://evil.example"), &Settings::default()),
+            "an empty list admits no browser origin"
+        );
+    }
+
+    #[test]
+    fn own_origins_come_from_the_listen_address() {
+        assert_eq!(
+            own_origins("10.0.0.5:80".parse().unwrap()),
+            ["http://10.0.0.5:80", "http://10.0.0.5"]
+        );
+        assert!(own_origins("0.0.0.0:8080".parse().unwrap())
+            .contains(&"http://localhost:8080".to_string()));
     }
 }

@@ -138,7 +138,14 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
         workers: false,
         ..Settings::default()
     };
-    settings.boards.insert(BOARD.into(), BoardConfig::default());
+    // A load test: no submit limit.
+    settings.boards.insert(
+        BOARD.into(),
+        BoardConfig {
+            submit_limit: None,
+            ..BoardConfig::default()
+        },
+    );
     let app = Application::build(settings).await?;
     println!("PORT {}", app.port());
     std::io::stdout().flush()?;
