@@ -8,11 +8,11 @@ use tracing::Instrument;
 use crate::auth::{Secret, Tokens};
 use crate::config::Settings;
 use crate::error::AppResult;
+use crate::hub::Hub;
 use crate::limiter::Limiter;
 use crate::metrics;
 use crate::queue::Queues;
 use crate::store::{Accepted, Store, Submission};
-use crate::ws::Hub;
 
 #[derive(Clone)]
 pub struct AppState {

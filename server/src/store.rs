@@ -12,8 +12,8 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::clock::Clock;
-use crate::error::{AppError, AppResult, RateInfo};
-use crate::{keys, scripts};
+use crate::error::{AppError, AppResult};
+use crate::{keys, reply, scripts};
 
 #[derive(Clone)]
 pub struct Store {
@@ -91,62 +91,6 @@ pub enum Read<'a> {
     Players(&'a [Id]),
 }
 
-fn bad_reply(what: &str) -> AppError {
-    tracing::error!(what, "unexpected script reply");
-    AppError::new(ErrorCode::Unavailable, "unexpected reply from the store")
-}
-
-fn as_i64(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int(i) => Some(*i),
-        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
-        Value::SimpleString(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-fn as_string(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        Value::Int(i) => Some(i.to_string()),
-        _ => None,
-    }
-}
-
-/// Splits a script reply into `Ok(fields after 'ok')` or the error it carries
-/// (`{'err', code, message, retry_after_ms?, limit?, reset_ms?}`).
-fn split_reply(v: Value) -> AppResult<Vec<Value>> {
-    let Value::Array(items) = v else {
-        return Err(bad_reply("not an array"));
-    };
-    let tag = items
-        .first()
-        .and_then(as_string)
-        .ok_or_else(|| bad_reply("no tag"))?;
-    if tag == "ok" {
-        return Ok(items.into_iter().skip(1).collect());
-    }
-    let code = items
-        .get(1)
-        .and_then(as_string)
-        .and_then(|c| ErrorCode::parse(&c))
-        .ok_or_else(|| bad_reply("error code"))?;
-    let message = items.get(2).and_then(as_string).unwrap_or_default();
-    let mut err = AppError::new(code, message);
-    if code == ErrorCode::RateLimited {
-        let n = |i: usize| items.get(i).and_then(as_i64).unwrap_or(0).max(0) as u64;
-        err.rate = Some(RateInfo {
-            allowed: false,
-            limit: n(4),
-            remaining: 0,
-            retry_after_ms: n(3).max(1),
-            reset_ms: n(5),
-        });
-    }
-    Err(err)
-}
-
 fn opt_rank(v: i64) -> Option<u64> {
     (v > 0).then_some(v as u64)
 }
@@ -169,8 +113,7 @@ impl Store {
 
     /// Boards with a running batcher.
     pub fn batching_boards(&self) -> usize {
-        // unwrap: the lock is never held across a panic-prone call.
-        self.batchers.lock().unwrap().len()
+        crate::sync::lock(&self.batchers).len()
     }
 
     pub fn clock(&self) -> &Clock {
@@ -200,11 +143,11 @@ impl Store {
             .arg(self.clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let r = split_reply(reply)?;
+        let r = reply::ok(reply)?;
         // The index lives outside the board's slot, so it is written separately; it is only an
         // index (the config key is the truth).
         let _: () = c.sadd(keys::BOARDS, board.as_str()).await?;
-        Ok(r.first().and_then(as_i64) == Some(1))
+        Ok(r.first().and_then(reply::int) == Some(1))
     }
 
     pub async fn board(&self, board: &Id) -> AppResult<BoardConfig> {
@@ -212,7 +155,7 @@ impl Store {
         let raw: Option<String> = c.get(keys::config(board)).await?;
         let raw =
             raw.ok_or_else(|| AppError::new(ErrorCode::UnknownBoard, format!("no board {board}")))?;
-        serde_json::from_str(&raw).map_err(|_| bad_reply("board config"))
+        serde_json::from_str(&raw).map_err(|_| reply::bad("board config"))
     }
 
     pub async fn boards(&self) -> AppResult<Vec<(Id, BoardConfig)>> {
@@ -238,7 +181,7 @@ impl Store {
             .map(|(id, r)| {
                 Ok((
                     id,
-                    serde_json::from_str(&r).map_err(|_| bad_reply("board config"))?,
+                    serde_json::from_str(&r).map_err(|_| reply::bad("board config"))?,
                 ))
             })
             .collect()
@@ -271,8 +214,7 @@ impl Store {
     }
 
     fn batcher(&self, board: &Id) -> mpsc::UnboundedSender<Pending> {
-        // unwrap: the lock is never held across a panic-prone call.
-        let mut map = self.batchers.lock().unwrap();
+        let mut map = crate::sync::lock(&self.batchers);
         if let Some(tx) = map.get(board).filter(|tx| !tx.is_closed()) {
             return tx.clone();
         }
@@ -318,30 +260,30 @@ impl Store {
             }
         }
         let reply: Value = inv.invoke_async(&mut c).await?;
-        let r = split_reply(reply)?;
+        let r = reply::ok(reply)?;
         let n = |i: usize| {
             r.get(i)
-                .and_then(as_i64)
-                .ok_or_else(|| bad_reply("read field"))
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("read field"))
         };
         let season = r
             .first()
-            .and_then(as_string)
-            .ok_or_else(|| bad_reply("season"))?;
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("season"))?;
         let (total, seq, start_ms) = (n(1)? as u64, n(2)? as u64, n(3)?);
         let mut entries = r[4..]
             .chunks_exact(5)
             .map(|e| {
                 Some(Entry {
-                    player: as_string(&e[0])?,
-                    score: as_i64(&e[1])?,
-                    rank: as_i64(&e[2])? as u64,
-                    name: as_string(&e[3]).filter(|n| !n.is_empty()),
-                    reached_ms: as_i64(&e[4]).filter(|t| *t >= 0),
+                    player: reply::text(&e[0])?,
+                    score: reply::int(&e[1])?,
+                    rank: reply::int(&e[2])? as u64,
+                    name: reply::text(&e[3]).filter(|n| !n.is_empty()),
+                    reached_ms: reply::int(&e[4]).filter(|t| *t >= 0),
                 })
             })
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| bad_reply("entry"))?;
+            .ok_or_else(|| reply::bad("entry"))?;
         if matches!(what, Read::Players(_)) {
             // Friends are shown as a small leaderboard of their own.
             entries.sort_by_key(|e| e.rank);
@@ -397,13 +339,13 @@ impl Store {
             .arg(self.clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let r = split_reply(reply)?;
+        let r = reply::ok(reply)?;
         let s = |i: usize| {
             r.get(i)
-                .and_then(as_string)
-                .ok_or_else(|| bad_reply("rollover"))
+                .and_then(reply::text)
+                .ok_or_else(|| reply::bad("rollover"))
         };
-        Ok((s(0)?, r.get(1).and_then(as_i64).unwrap_or(0), s(2)?))
+        Ok((s(0)?, r.get(1).and_then(reply::int).unwrap_or(0), s(2)?))
     }
 
     /// Announces the board's current season to every instance (a calendar boundary passed):
@@ -415,10 +357,10 @@ impl Store {
             .arg(self.clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let r = split_reply(reply)?;
+        let r = reply::ok(reply)?;
         r.first()
-            .and_then(as_string)
-            .ok_or_else(|| bad_reply("season event"))
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("season event"))
     }
 
     /// Removes a player from the current season; false if they were not on it.
@@ -430,8 +372,8 @@ impl Store {
             .arg(self.clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let r = split_reply(reply)?;
-        Ok(r.first().and_then(as_i64) == Some(1))
+        let r = reply::ok(reply)?;
+        Ok(r.first().and_then(reply::int) == Some(1))
     }
 
     /// The audit stream, newest first.
@@ -447,7 +389,7 @@ impl Store {
                 let mut obj = serde_json::Map::new();
                 obj.insert("stream_id".into(), e.id.clone().into());
                 for (k, v) in &e.map {
-                    let s = as_string(v).unwrap_or_default();
+                    let s = reply::text(v).unwrap_or_default();
                     let v = match s.parse::<i64>() {
                         Ok(n) if k != "player" && k != "id" && k != "season" => n.into(),
                         _ => s.into(),
@@ -486,8 +428,7 @@ async fn run_batches(
                 Err(_) => {
                     // Idle: retire, so that boards nobody submits to (or that do not exist)
                     // hold no task and no map entry.
-                    // unwrap: the lock is never held across a panic-prone call.
-                    let mut map = batchers.lock().unwrap();
+                    let mut map = crate::sync::lock(&batchers);
                     rx.close();
                     if map.get(&board).is_some_and(|tx| tx.is_closed()) {
                         map.remove(&board);
@@ -543,26 +484,26 @@ async fn apply_batch(
     }
     let reply: Value = inv.invoke_async(conn).await?;
     let Value::Array(items) = reply else {
-        return Err(bad_reply("submit batch"));
+        return Err(reply::bad("submit batch"));
     };
     if items.len() != batch.len() {
-        return Err(bad_reply("submit batch length"));
+        return Err(reply::bad("submit batch length"));
     }
     Ok(items
         .into_iter()
         .map(|item| {
-            let r = split_reply(item)?;
+            let r = reply::ok(item)?;
             let n = |i: usize| {
                 r.get(i)
-                    .and_then(as_i64)
-                    .ok_or_else(|| bad_reply("submit field"))
+                    .and_then(reply::int)
+                    .ok_or_else(|| reply::bad("submit field"))
             };
             Ok(Accepted {
                 board: board.to_string(),
                 season: r
                     .first()
-                    .and_then(as_string)
-                    .ok_or_else(|| bad_reply("season"))?,
+                    .and_then(reply::text)
+                    .ok_or_else(|| reply::bad("season"))?,
                 score: n(1)?,
                 rank: n(2)? as u64,
                 previous_rank: opt_rank(n(3)?),

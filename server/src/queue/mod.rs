@@ -16,14 +16,14 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Value};
-use scorecast_shared::{ErrorCode, Id};
+use scorecast_shared::Id;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::clock::Clock;
 use crate::config::QueueSettings;
 use crate::error::{AppError, AppResult};
-use crate::{keys, scripts};
+use crate::{keys, reply, scripts};
 
 pub use background::Background;
 use background::Wakeup;
@@ -278,52 +278,16 @@ impl Queues {
     }
 }
 
-fn bad_reply(what: &str) -> AppError {
-    tracing::error!(what, "unexpected queue script reply");
-    AppError::new(ErrorCode::Unavailable, "unexpected reply from the store")
-}
-
-fn int(v: Option<&Value>) -> Option<i64> {
-    match v? {
-        Value::Int(i) => Some(*i),
-        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
-        Value::SimpleString(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-fn text(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-/// Splits a script reply into its tag and fields; `{'err', code, message}` becomes the error.
-fn reply(v: Value) -> AppResult<(String, Vec<Value>)> {
-    let Value::Array(mut items) = v else {
-        return Err(bad_reply("not an array"));
-    };
-    if items.is_empty() {
-        return Err(bad_reply("empty"));
-    }
-    let tag = text(items.first()).ok_or_else(|| bad_reply("tag"))?;
-    let rest = items.split_off(1);
-    if tag == "err" {
-        let code = text(rest.first())
-            .and_then(|c| ErrorCode::parse(&c))
-            .ok_or_else(|| bad_reply("error code"))?;
-        return Err(AppError::new(code, text(rest.get(1)).unwrap_or_default()));
-    }
-    Ok((tag, rest))
-}
-
 /// A job from its stored body and attempts.
 fn job(body: Option<&Value>, attempts: Option<&Value>) -> AppResult<Job> {
-    let body = text(body).ok_or_else(|| bad_reply("job body"))?;
-    let mut job: Job = serde_json::from_str(&body).map_err(|_| bad_reply("job body JSON"))?;
-    job.attempts = int(attempts).ok_or_else(|| bad_reply("attempts"))?.max(0) as u32;
+    let body = body
+        .and_then(reply::text)
+        .ok_or_else(|| reply::bad("job body"))?;
+    let mut job: Job = serde_json::from_str(&body).map_err(|_| reply::bad("job body JSON"))?;
+    job.attempts = attempts
+        .and_then(reply::int)
+        .ok_or_else(|| reply::bad("attempts"))?
+        .max(0) as u32;
     Ok(job)
 }
 
@@ -413,10 +377,13 @@ impl Queue {
             .arg(self.inner().clock.arg());
         let (indexed, v) = tokio::join!(indexed, inv.invoke_async::<Value>(&mut c));
         indexed?;
-        let (_, r) = reply(v?)?;
-        let placed = match text(r.first()).as_deref() {
+        let (_, r) = reply::split(v?)?;
+        let placed = match r.first().and_then(reply::text).as_deref() {
             Some("delayed") => {
-                let due = int(r.get(1)).ok_or_else(|| bad_reply("due"))?;
+                let due = r
+                    .get(1)
+                    .and_then(reply::int)
+                    .ok_or_else(|| reply::bad("due"))?;
                 // An earlier due time than the promoter planned for: wake it.
                 self.inner().promoter.wake_if_earlier(due);
                 Placed::Delayed { run_at_ms: due }
@@ -439,7 +406,7 @@ impl Queue {
     }
 
     fn popped(&self, v: Value) -> AppResult<Option<Job>> {
-        match reply(v)? {
+        match reply::split(v)? {
             (tag, r) if tag == "ok" => Ok(Some(job(r.get(1), r.get(2))?)),
             _ => Ok(None),
         }
@@ -492,14 +459,17 @@ impl Queue {
             .arg(INLINE_BOUND)
             .invoke_async(&mut c)
             .await?;
-        let (tag, r) = reply(v)?;
+        let (tag, r) = reply::split(v)?;
         if tag != "ok" {
-            let next = int(r.first()).filter(|t| *t >= 0);
-            let now = int(r.get(1)).unwrap_or(0);
+            let next = r.first().and_then(reply::int).filter(|t| *t >= 0);
+            let now = r.get(1).and_then(reply::int).unwrap_or(0);
             return Ok((None, next.map(|n| (n, now))));
         }
         let job = job(r.get(1), r.get(2))?;
-        let expires_at_ms = int(r.get(3)).ok_or_else(|| bad_reply("deadline"))?;
+        let expires_at_ms = r
+            .get(3)
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("deadline"))?;
         self.inner().reaper.wake_if_earlier(expires_at_ms);
         Ok((
             Some(Claimed {
@@ -556,7 +526,7 @@ impl Queue {
             .arg(token)
             .invoke_async(&mut c)
             .await?;
-        reply(v).map(|_| ())
+        reply::split(v).map(|_| ())
     }
 
     /// Gives a claimed job back: after `delay` if given, else after exponential backoff with
@@ -576,10 +546,16 @@ impl Queue {
             .arg(self.inner().clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let (_, r) = reply(v)?;
-        let due = int(r.get(1)).ok_or_else(|| bad_reply("due"))?;
-        let now = int(r.get(2)).ok_or_else(|| bad_reply("now"))?;
-        Ok(match text(r.first()).as_deref() {
+        let (_, r) = reply::split(v)?;
+        let due = r
+            .get(1)
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("due"))?;
+        let now = r
+            .get(2)
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("now"))?;
+        Ok(match r.first().and_then(reply::text).as_deref() {
             Some("dead") => Requeued::Dead,
             Some("delayed") => {
                 self.inner().promoter.wake_if_earlier(due);
@@ -603,10 +579,13 @@ impl Queue {
             .arg(self.inner().clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let (_, r) = reply(v)?;
+        let (_, r) = reply::split(v)?;
         Ok(Lease {
             token: token.to_owned(),
-            expires_at_ms: int(r.first()).ok_or_else(|| bad_reply("deadline"))?,
+            expires_at_ms: r
+                .first()
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("deadline"))?,
         })
     }
 
@@ -641,14 +620,21 @@ impl Queue {
             .arg(limit)
             .invoke_async(&mut c)
             .await?;
-        let (_, r) = reply(v)?;
-        let total = int(r.first()).ok_or_else(|| bad_reply("total"))?.max(0) as u64;
+        let (_, r) = reply::split(v)?;
+        let total = r
+            .first()
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("total"))?
+            .max(0) as u64;
         let jobs = r[1..]
             .chunks_exact(4)
             .map(|e| {
                 Ok(DeadJob {
                     job: job(e.get(1), e.get(2))?,
-                    died_at_ms: int(e.get(3)).ok_or_else(|| bad_reply("died_at"))?,
+                    died_at_ms: e
+                        .get(3)
+                        .and_then(reply::int)
+                        .ok_or_else(|| reply::bad("died_at"))?,
                 })
             })
             .collect::<AppResult<Vec<_>>>()?;
@@ -663,7 +649,7 @@ impl Queue {
             .arg(id.as_str())
             .invoke_async(&mut c)
             .await?;
-        reply(v).map(|_| ())
+        reply::split(v).map(|_| ())
     }
 
     /// One promoter step: due delayed jobs to ready, at most `promote_batch`.
@@ -686,17 +672,20 @@ impl Queue {
             .arg(self.inner().settings.promote_batch.max(1))
             .invoke_async(&mut c)
             .await?;
-        let (_, r) = reply(v)?;
+        let (_, r) = reply::split(v)?;
         let at = usize::from(counts_dead);
         Ok(Sweep {
-            moved: int(r.first()).unwrap_or(0).max(0) as u64,
+            moved: r.first().and_then(reply::int).unwrap_or(0).max(0) as u64,
             dead: if counts_dead {
-                int(r.get(1)).unwrap_or(0).max(0) as u64
+                r.get(1).and_then(reply::int).unwrap_or(0).max(0) as u64
             } else {
                 0
             },
-            next_ms: int(r.get(1 + at)).filter(|t| *t >= 0),
-            now_ms: int(r.get(2 + at)).ok_or_else(|| bad_reply("now"))?,
+            next_ms: r.get(1 + at).and_then(reply::int).filter(|t| *t >= 0),
+            now_ms: r
+                .get(2 + at)
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("now"))?,
         })
     }
 }

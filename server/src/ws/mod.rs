@@ -1,19 +1,15 @@
-//! WebSocket protocol v1 (DESIGN §4) at `GET /ws`.
+//! WebSocket protocol v1 at `GET /ws` (the wire format: `docs/protocol.md`).
 //!
 //! The route only checks the upgrade (Origin allow-list, connections per client address), does
-//! the handshake and spawns the session; `session` is the per-connection select loop, `hub` the
-//! per-instance owner of subscriptions and of the Redis pub/sub feed, `outbox` the bounded
-//! per-session queue between them.
+//! the handshake and spawns the session; `session` is the per-connection select loop. The
+//! per-instance owner of subscriptions and of the Redis pub/sub feed is [`crate::hub`], whose
+//! bounded per-session outbox sits between the two.
 
-pub mod hub;
-pub mod outbox;
 pub mod session;
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use scorecast_shared::ErrorCode;
-
-pub use hub::Hub;
 
 use crate::config::Settings;
 use crate::error::AppError;
@@ -28,7 +24,7 @@ fn normalise(origin: &str) -> String {
     origin.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 
-/// Whether a browser page from `origin` may open a WebSocket (DESIGN §2): requests without an
+/// Whether a browser page from `origin` may open a WebSocket (`docs/protocol.md`, "Connecting"): requests without an
 /// Origin (non-browser clients) pass; `--dev` allows any; otherwise the configured list, which
 /// defaults to the server's own origin (`http(s)://<Host>`). `*` in the list allows any.
 pub fn origin_allowed(origin: Option<&str>, host: Option<&str>, settings: &Settings) -> bool {

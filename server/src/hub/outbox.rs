@@ -73,9 +73,7 @@ impl Outbox {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        // A poisoned lock only means another thread panicked mid-update of plain queues; the
-        // data is still consistent enough to drain, so keep going rather than cascade panics.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Queues an answer the session itself produced (it stops reading while the queue is full,
