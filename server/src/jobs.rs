@@ -1,4 +1,4 @@
-//! Scorecast's own jobs, on its own queue `scorecast` (DESIGN §7):
+//! Scorecast's own jobs, on its own queue `scorecast` (README, "Job queues"):
 //!
 //! - `season.rollover` — scheduled at the end of each season of a calendar board (`reset`
 //!   daily/weekly/monthly). Seasons themselves turn over inside the submission script by the
@@ -9,7 +9,8 @@
 //! - `reward.grant` — records the grant in `lb:{<board>}:rewards` (`<season>:<player>` →
 //!   record) with HSETNX, so a job that runs twice grants once; a new grant enqueues a `notify` job.
 //! - `notify` — pushes `{"type":"notify","kind","payload"}` to the player's open WebSockets
-//!   through a [`Notifier`] (the WebSocket hub plugs in there).
+//!   through a [`Notifier`] (the WebSocket hub in production), on every instance: the job is
+//!   acked only once the notification was published, so a failed publish is retried.
 //!
 //! Every job here is idempotent: ids are derived from what the job is about, so scheduling the
 //! same thing twice is a `conflict` that is taken as "already there".
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Datelike, Duration as Days, NaiveDate, Utc};
+use futures_util::future::BoxFuture;
 use redis::AsyncCommands;
 use scorecast_shared::{BoardConfig, ErrorCode, Id, Reset};
 use serde::{Deserialize, Serialize};
@@ -25,6 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::error::{AppError, AppResult};
+use crate::hub::Hub;
 use crate::keys;
 use crate::queue::{background, Background, Claimed, Job, NewJob, Queue};
 use crate::state::AppState;
@@ -45,17 +48,29 @@ const CLAIM_WAIT: Duration = Duration::from_secs(10);
 /// default only logs. Called from worker tasks: it must not block (queue, don't await sockets).
 pub trait Notifier: Send + Sync + 'static {
     /// Sends `{"type":"notify","kind":kind,"payload":payload}` to every open session of
-    /// `player` on this instance; returns how many sessions it was queued for.
-    fn notify(&self, player: &Id, kind: &str, payload: &Value) -> usize;
+    /// `player`, on every instance; resolves once it was handed over (queued here, published
+    /// for the others) with the number of sessions reached here, or fails (and the job is
+    /// retried).
+    fn notify<'a>(
+        &'a self,
+        player: &'a Id,
+        kind: &'a str,
+        payload: &'a Value,
+    ) -> BoxFuture<'a, AppResult<usize>>;
 }
 
-/// The default [`Notifier`]: logs and reaches nobody.
-pub struct LogNotifier;
-
-impl Notifier for LogNotifier {
-    fn notify(&self, player: &Id, kind: &str, _payload: &Value) -> usize {
-        tracing::info!(%player, kind, "notify (no WebSocket hub attached)");
-        0
+/// The hub delivers to this instance's sessions and publishes for the other instances.
+impl Notifier for Hub {
+    fn notify<'a>(
+        &'a self,
+        player: &'a Id,
+        kind: &'a str,
+        payload: &'a Value,
+    ) -> BoxFuture<'a, AppResult<usize>> {
+        Box::pin(async move {
+            let (local, _) = Hub::notify(self, player, kind, payload.clone()).await?;
+            Ok(local)
+        })
     }
 }
 
@@ -239,7 +254,10 @@ pub async fn handle(st: &AppState, notifier: &dyn Notifier, job: &Job) -> anyhow
         KIND_NOTIFY => {
             let p: NotifyPayload = payload(job)?;
             let player = Id::parse(&p.player)?;
-            let reached = notifier.notify(&player, &p.kind, &p.payload);
+            let reached = notifier
+                .notify(&player, &p.kind, &p.payload)
+                .await
+                .map_err(app)?;
             tracing::debug!(%player, kind = %p.kind, reached, "notify");
             Ok(())
         }
@@ -420,7 +438,7 @@ mod tests {
     }
 
     #[test]
-    fn calendar_seasons_match_the_lua_names() {
+    fn calendar_seasons_are_named_by_day_iso_week_and_month() {
         let (n, s, e) = calendar_season(Reset::Daily, at("2025-03-10T12:34:56Z")).unwrap();
         assert_eq!(
             (n.as_str(), s, e),
