@@ -1,6 +1,8 @@
 //! End-to-end tests: one binary, real redis-server processes, real servers.
 
 mod boards;
+mod notify_jobs;
+mod packing;
 mod queues;
 mod seasons_jobs;
 mod ws;
