@@ -5,8 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::Codec;
-
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -162,22 +160,6 @@ impl BoardConfig {
             }
         }
         Ok(())
-    }
-
-    /// The codec that packs this board's scores.
-    pub fn codec(&self) -> Codec {
-        match self.tie_break {
-            TieBreak::None => Codec::plain(self.order),
-            TieBreak::Earliest => Codec::earliest(self.order, self.time_bits),
-        }
-    }
-
-    /// Whether changing from `self` to `new` would reinterpret stored scores.
-    pub fn reinterprets(&self, new: &BoardConfig) -> bool {
-        self.order != new.order
-            || self.tie_break != new.tie_break
-            || self.resolution_ms != new.resolution_ms
-            || self.time_bits != new.time_bits
     }
 }
 
