@@ -13,6 +13,8 @@ pub mod http;
 pub mod hub;
 pub mod jobs;
 pub mod keys;
+#[cfg(test)]
+mod layering;
 pub mod limiter;
 pub mod metrics;
 pub mod queue;
