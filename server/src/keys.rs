@@ -1,4 +1,5 @@
-//! Every Redis key name, in one place (DESIGN §8). Keys of one board share the hash tag
+//! Every Redis key and channel name the server spells, in one place (the schema is in
+//! `docs/architecture.md`, "Redis keys"). Keys of one board share the hash tag
 //! `{<board>}` and so one cluster slot; the scripts derive the rest of a board's keys from the
 //! `lb:{<board>}:` prefix of the config key they are given.
 

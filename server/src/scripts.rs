@@ -27,7 +27,7 @@ pub static SEASON_EVENT: LazyLock<Script> =
 pub static REMOVE: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/remove.lua")));
 
-// Queue scripts (DESIGN §7): lib.lua, then the queue helpers of q_lib.lua, then the script.
+// Queue scripts (`docs/queues.md`): lib.lua, then the queue helpers of q_lib.lua, then the script.
 const QLIB: &str = include_str!("../../lua/q_lib.lua");
 
 fn with_qlib(body: &str) -> Script {

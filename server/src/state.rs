@@ -21,7 +21,7 @@ pub struct AppState {
     pub tokens: Tokens,
     pub admin_token: Secret,
     pub settings: Arc<Settings>,
-    /// Job queues (DESIGN §7).
+    /// Job queues (`docs/queues.md`).
     pub queues: Queues,
     /// This instance's WebSocket hub: subscriptions, the pub/sub feed, `notify` pushes.
     pub hub: Hub,

@@ -190,7 +190,7 @@ impl Store {
     /// Applies one submission atomically: dedup, limiter, op, tie-break, seq, audit log,
     /// event (`lua/submit.lua`).
     ///
-    /// Group commit (DESIGN §10): submissions to one board queue up while that board's previous
+    /// Group commit (`docs/architecture.md`, "The path of a submission"): submissions to one board queue up while that board's previous
     /// script call is in flight, and go together in the next call — one round trip and one
     /// event for the lot, each with its own result. With no load, a batch is one submission.
     pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {

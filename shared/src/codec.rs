@@ -1,4 +1,4 @@
-//! The score codec (DESIGN §3): how a board's points, and for `tie_break: earliest` the time they
+//! The score codec (`docs/protocol.md`, "Points and scores"): how a board's points, and for `tie_break: earliest` the time they
 //! were reached, are packed into the one double a Redis sorted set holds.
 //!
 //! With `earliest`, the stored score is `points × 2^T + f(t)` where `t` is the time since the

@@ -1,4 +1,4 @@
-//! Job queues on sorted sets (DESIGN §7): the article's priority queue (`poll`, `take`) and
+//! Job queues on sorted sets (`docs/queues.md`): the article's priority queue (`poll`, `take`) and
 //! delayed queue, made safe with leases (`claim` / `ack` / `nack` / `extend`), because after a
 //! plain pop the job has left Redis and a dying worker loses it.
 //!
