@@ -1,6 +1,7 @@
-//! Ids of players, boards, seasons, queues, jobs and submissions (`docs/protocol.md`, "Ids"): 1–64 characters of
-//! `[A-Za-z0-9_.-]`. Anything else — braces that would break Redis hash tags, colons that would
-//! forge key names, spaces, control characters — is refused before Redis is touched.
+//! Ids of players, boards, seasons, queues, jobs and submissions (`docs/protocol.md`, "Ids"):
+//! 1–64 characters of `[A-Za-z0-9_.-]`. Anything else — braces that would break Redis hash
+//! tags, colons that would forge key names, spaces, control characters — is refused before
+//! Redis is touched.
 
 use std::fmt;
 

@@ -24,9 +24,10 @@ fn normalise(origin: &str) -> String {
     origin.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 
-/// Whether a browser page from `origin` may open a WebSocket (`docs/protocol.md`, "Connecting"): requests without an
-/// Origin (non-browser clients) pass; `--dev` allows any; otherwise the configured list, which
-/// defaults to the server's own origin (`http(s)://<Host>`). `*` in the list allows any.
+/// Whether a browser page from `origin` may open a WebSocket (`docs/protocol.md`,
+/// "Connecting"): requests without an Origin (non-browser clients) pass; `--dev` allows any;
+/// otherwise the configured list, which defaults to the server's own origin
+/// (`http(s)://<Host>`). `*` in the list allows any.
 pub fn origin_allowed(origin: Option<&str>, host: Option<&str>, settings: &Settings) -> bool {
     let Some(origin) = origin else { return true };
     if settings.dev {
