@@ -1,4 +1,5 @@
-//! A session's bounded outbound queue (`docs/protocol.md`, "Slow clients": a slow reader never slows the others).
+//! A session's bounded outbound queue (`docs/protocol.md`, "Slow clients": a slow reader
+//! never slows the others).
 //!
 //! The hub and the session's own handlers put messages here without ever awaiting a socket; the
 //! session's select loop takes them out only when the socket can accept one. Two kinds of entry:

@@ -7,7 +7,8 @@
 //!   players (better rank, more urgent priority; equal priorities in rank order), then it
 //!   schedules the next rollover.
 //! - `reward.grant` — records the grant in `lb:{<board>}:rewards` (`<season>:<player>` →
-//!   record) with HSETNX, so a job that runs twice grants once; a new grant enqueues a `notify` job.
+//!   record) with HSETNX, so a job that runs twice grants once; a new grant enqueues a `notify`
+//!   job.
 //! - `notify` — pushes `{"type":"notify","kind","payload"}` to the player's open WebSockets
 //!   through a [`Notifier`] (the WebSocket hub in production), on every instance: the job is
 //!   acked only once the notification was published, so a failed publish is retried.
