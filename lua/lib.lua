@@ -210,8 +210,10 @@ local function load_config(key)
   return cjson.decode(raw)
 end
 
--- Bumps the board's change counter and tells every instance (DESIGN §4: the same script that
--- changes a score bumps seq, so events are ordered with the data).
+-- Bumps the board's change counter and tells every instance (the same script that changes a
+-- score bumps seq, so events are ordered with the data). The channel is keys::events in
+-- server/src/keys.rs; `body` is `,"changes":[{player, score, rank, previous_rank}, ...]` or
+-- `,"rollover":true` (the shape server/src/hub/events.rs reads).
 local function publish_change(prefix, board, season, body)
   local seq = redis.call('INCR', prefix .. 'seq')
   redis.call('PUBLISH', 'ev:{' .. board .. '}',

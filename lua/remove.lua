@@ -16,6 +16,7 @@ local old = redis.call('ZSCORE', key, ARGV[1])
 if not old then return {'ok', 0} end
 local prev_rank = rank_of(key, cfg, ARGV[1], tonumber(old))
 redis.call('ZREM', key, ARGV[1])
+-- The same event shape as submit.lua's: a `changes` list (here of one).
 publish_change(prefix, board, season,
-  ',"player":"' .. ARGV[1] .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank))
+  ',"changes":[{"player":"' .. ARGV[1] .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. '}]')
 return {'ok', 1}

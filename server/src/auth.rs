@@ -13,7 +13,7 @@ use subtle::ConstantTimeEq;
 use crate::error::AppError;
 use crate::revocation::Revocations;
 
-/// Leeway for `exp` and `nbf`, seconds (DESIGN §2: at most 30 s).
+/// Leeway for `exp` and `nbf`, seconds (`docs/protocol.md`, "Tokens").
 pub const LEEWAY_S: u64 = 30;
 /// Display names are kept short and printable.
 pub const MAX_NAME_CHARS: usize = 64;

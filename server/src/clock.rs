@@ -38,7 +38,10 @@ impl Clock {
         }
     }
 
-    /// The local notion of now, for things that never reach Redis (welcome messages).
+    /// Now as this process sees it (the injected time under a manual clock). Used outside the
+    /// scripts: `welcome.server_time_ms`, when to schedule season rollovers, and the
+    /// `granted_at_ms` of reward records (which are stored in Redis). The scripts themselves
+    /// read Redis `TIME` (see [`Clock::arg`]), so instances with skewed clocks agree on scores.
     pub fn now_ms(&self) -> i64 {
         match self {
             Clock::Redis => chrono::Utc::now().timestamp_millis(),

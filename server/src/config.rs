@@ -1,7 +1,7 @@
-//! One typed configuration (DESIGN §9), layered from lowest to highest: built-in defaults, a
-//! TOML file (`--config` / `SCORECAST_CONFIG`), `SCORECAST_<SECTION>__<KEY>` environment
-//! variables for nested settings, then the flags of the §9 table (each of which also reads its
-//! own `SCORECAST_*` variable).
+//! One typed configuration (README, "Configuration"), layered from lowest to highest: built-in
+//! defaults, a TOML file (`--config` / `SCORECAST_CONFIG`), `SCORECAST_<SECTION>__<KEY>`
+//! environment variables for nested settings, then the command-line flags (each of which also
+//! reads its own `SCORECAST_*` variable).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -205,7 +205,7 @@ impl Default for Settings {
     }
 }
 
-/// The dev profile's board (DESIGN §2).
+/// The dev profile's board (README, "Configuration").
 pub const DEV_BOARD: &str = "game-2048";
 
 impl Settings {

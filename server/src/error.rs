@@ -9,7 +9,8 @@ use actix_web::{HttpResponse, ResponseError};
 use scorecast_shared::ErrorCode;
 use serde::Serialize;
 
-/// What a limiter said (DESIGN §6): the fields behind the IETF `RateLimit` headers.
+/// What a limiter said (`docs/protocol.md`, "Rate limits"): the fields behind the IETF
+/// `RateLimit` headers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct RateInfo {
     pub allowed: bool,

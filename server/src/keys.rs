@@ -1,4 +1,5 @@
-//! Every Redis key name, in one place (DESIGN §8). Keys of one board share the hash tag
+//! Every Redis key and channel name the server spells, in one place (the schema is in
+//! `docs/architecture.md`, "Redis keys"). Keys of one board share the hash tag
 //! `{<board>}` and so one cluster slot; the scripts derive the rest of a board's keys from the
 //! `lb:{<board>}:` prefix of the config key they are given.
 
@@ -9,10 +10,6 @@ pub const BOARDS: &str = "sc:boards";
 
 pub fn config(board: &Id) -> String {
     format!("lb:{{{board}}}:config")
-}
-
-pub fn season(board: &Id, season: &str) -> String {
-    format!("lb:{{{board}}}:s:{season}")
 }
 
 pub fn seasons(board: &Id) -> String {
@@ -27,11 +24,9 @@ pub fn rewards(board: &Id) -> String {
     format!("lb:{{{board}}}:rewards")
 }
 
-pub fn seq(board: &Id) -> String {
-    format!("lb:{{{board}}}:seq")
-}
-
-/// The channel that carries a board's change events.
+/// The channel that carries a board's change events. `publish_change` in `lua/lib.lua` spells
+/// the same name (the scripts publish there); the two are checked against each other by the
+/// end-to-end tests.
 pub fn events(board: &Id) -> String {
     format!("ev:{{{board}}}")
 }
@@ -39,6 +34,24 @@ pub fn events(board: &Id) -> String {
 /// The channel that carries `notify` pushes to one player's sessions, on every instance.
 pub fn notify(player: &Id) -> String {
     format!("notify:{{{player}}}")
+}
+
+/// What a pub/sub channel carries, read back from its name.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Channel<'a> {
+    /// [`events`] of this board (unchecked).
+    Events(&'a str),
+    /// [`notify`] of this player (unchecked).
+    Notify(&'a str),
+}
+
+impl<'a> Channel<'a> {
+    pub fn parse(name: &'a str) -> Option<Channel<'a>> {
+        let tagged = |prefix: &str| name.strip_prefix(prefix)?.strip_suffix('}');
+        tagged("ev:{")
+            .map(Channel::Events)
+            .or_else(|| tagged("notify:{").map(Channel::Notify))
+    }
 }
 
 /// Limiter state outside boards, e.g. public reads per client address.
@@ -79,8 +92,23 @@ mod tests {
     fn board_keys_share_the_hash_tag() {
         let b = Id::parse("game-2048").unwrap();
         assert_eq!(config(&b), "lb:{game-2048}:config");
-        assert_eq!(season(&b, "all"), "lb:{game-2048}:s:all");
+        assert_eq!(seasons(&b), "lb:{game-2048}:seasons");
         assert_eq!(events(&b), "ev:{game-2048}");
         assert_eq!(limiter("read", "127.0.0.1"), "rl:{read:127.0.0.1}");
+    }
+
+    #[test]
+    fn channel_names_read_back() {
+        let b = Id::parse("game-2048").unwrap();
+        assert_eq!(
+            Channel::parse(&events(&b)),
+            Some(Channel::Events("game-2048"))
+        );
+        assert_eq!(
+            Channel::parse(&notify(&b)),
+            Some(Channel::Notify("game-2048"))
+        );
+        assert_eq!(Channel::parse("ev:game"), None);
+        assert_eq!(Channel::parse("other:{x}"), None);
     }
 }

@@ -1,6 +1,6 @@
-//! Rate limiting on Redis (DESIGN §6). The default is the article's sliding-window log
-//! (`lua/ratelimit.lua`, one ZSET entry per request); `gcra` (`lua/gcra.lua`) keeps one key per
-//! subject for limits too high for a log. Both read the clock inside the script unless a test
+//! Rate limiting on Redis (`docs/protocol.md`, "Rate limits"). The default is the article's
+//! sliding-window log (`lua/ratelimit.lua`, one ZSET entry per request); `gcra`
+//! (`lua/gcra.lua`) keeps one key per subject for limits too high for a log. Both read the clock inside the script unless a test
 //! clock is injected. When Redis is unreachable, the caller gets `unavailable` (fail closed).
 
 use redis::aio::ConnectionManager;

@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::Value;
-use scorecast_shared::{ErrorCode, Id};
+use scorecast_shared::Id;
 
 use crate::clock::Clock;
-use crate::error::{AppError, AppResult};
-use crate::{keys, metrics, scripts};
+use crate::error::AppResult;
+use crate::{keys, metrics, reply, scripts};
 
 /// What this instance knows of revocations.
 #[derive(Default)]
@@ -84,34 +84,20 @@ impl Revocations {
     pub async fn refresh(&self, conn: &mut ConnectionManager) -> redis::RedisResult<()> {
         // unwrap: the lock is never held across a panic-prone call.
         let seq = self.known.read().unwrap().seq;
-        let reply: Vec<Value> = scripts::REVOKED_READ
+        let answer: Vec<Value> = scripts::REVOKED_READ
             .key(keys::REVOKED)
             .key(keys::REVOKED_SEQ)
             .arg(seq)
             .invoke_async(conn)
             .await?;
-        let num = |v: &Value| -> Option<i64> {
-            match v {
-                Value::Int(i) => Some(*i),
-                Value::BulkString(b) => std::str::from_utf8(b)
-                    .ok()?
-                    .parse::<f64>()
-                    .ok()
-                    .map(|f| f as i64),
-                _ => None,
-            }
-        };
-        let new_seq = reply.first().and_then(num).unwrap_or(seq);
+        let new_seq = answer.first().and_then(reply::int).unwrap_or(seq);
         if new_seq == seq {
             return Ok(());
         }
         let mut at = HashMap::new();
-        for pair in reply[1..].chunks_exact(2) {
-            let player = match &pair[0] {
-                Value::BulkString(b) => std::str::from_utf8(b).ok().and_then(|s| Id::parse(s).ok()),
-                _ => None,
-            };
-            if let (Some(player), Some(ms)) = (player, num(&pair[1])) {
+        for pair in answer[1..].chunks_exact(2) {
+            let player = reply::text(&pair[0]).and_then(|s| Id::parse(&s).ok());
+            if let (Some(player), Some(ms)) = (player, reply::int(&pair[1])) {
                 at.insert(player, ms);
             }
         }
@@ -164,7 +150,7 @@ impl Revocations {
         player: &Id,
         keep_ms: u64,
     ) -> AppResult<i64> {
-        let reply: Vec<Value> = scripts::REVOKE
+        let answer: Vec<Value> = scripts::REVOKE
             .key(keys::REVOKED)
             .key(keys::REVOKED_SEQ)
             .arg(player.as_str())
@@ -172,16 +158,10 @@ impl Revocations {
             .arg(clock.arg())
             .invoke_async(conn)
             .await?;
-        let at = match reply.get(1) {
-            Some(Value::Int(ms)) => *ms,
-            _ => {
-                tracing::error!("unexpected reply from revoke.lua");
-                return Err(AppError::new(
-                    ErrorCode::Unavailable,
-                    "unexpected reply from the store",
-                ));
-            }
-        };
+        let at = answer
+            .get(1)
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("revoke.lua"))?;
         self.note(player, at);
         Ok(at)
     }

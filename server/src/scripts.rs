@@ -31,7 +31,7 @@ pub static REVOKE: LazyLock<Script> =
 pub static REVOKED_READ: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/revoked_read.lua")));
 
-// Queue scripts (DESIGN §7): lib.lua, then the queue helpers of q_lib.lua, then the script.
+// Queue scripts (`docs/queues.md`): lib.lua, then the queue helpers of q_lib.lua, then the script.
 const QLIB: &str = include_str!("../../lua/q_lib.lua");
 
 fn with_qlib(body: &str) -> Script {

@@ -15,12 +15,12 @@ use crate::auth::Tokens;
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::embedded::RedisProcess;
+use crate::hub::Hub;
 use crate::limiter::Limiter;
 use crate::queue::{Background, Queues};
 use crate::revocation::Revocations;
 use crate::state::AppState;
 use crate::store::Store;
-use crate::ws::Hub;
 
 pub struct Application {
     server: Server,
@@ -35,7 +35,7 @@ pub struct Application {
 /// How long a Redis reply may take before the call fails with `unavailable`.
 const REDIS_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// `url` without its password, for messages (DESIGN §9: secrets never appear in logs).
+/// `url` without its password, for messages (secrets never appear in logs).
 pub fn redacted(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
@@ -118,15 +118,15 @@ impl Application {
             queues,
             store,
             limiter: Limiter::new(conn, clock),
-            // unwrap: Settings::finish ensured both secrets before build.
+            // Settings::finish ensured both secrets before build; these errors are for misuse.
             tokens: Tokens::new(settings.token_secret.as_ref().context("no token secret")?)
                 .with_limits(settings.auth.max_token_lifetime_s, revocations),
             admin_token: settings.admin_token.clone().context("no admin token")?,
             settings: Arc::new(settings),
         };
         // Scorecast's own jobs: the rollover of each calendar board's current season (idempotent),
-        // then the promoter, the reaper and the job workers. The WebSocket hub replaces the
-        // LogNotifier to deliver `notify` messages.
+        // then the promoter, the reaper and the job workers, whose `notify` jobs go through the
+        // WebSocket hub.
         if let Err(e) = crate::jobs::schedule_rollovers(&state).await {
             tracing::warn!(error = %e, "could not schedule season rollovers at start-up");
         }

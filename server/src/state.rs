@@ -8,11 +8,11 @@ use tracing::Instrument;
 use crate::auth::{Secret, Tokens};
 use crate::config::Settings;
 use crate::error::AppResult;
+use crate::hub::Hub;
 use crate::limiter::Limiter;
 use crate::metrics;
 use crate::queue::Queues;
 use crate::store::{Accepted, Store, Submission};
-use crate::ws::Hub;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -21,7 +21,7 @@ pub struct AppState {
     pub tokens: Tokens,
     pub admin_token: Secret,
     pub settings: Arc<Settings>,
-    /// Job queues (DESIGN §7).
+    /// Job queues (`docs/queues.md`).
     pub queues: Queues,
     /// This instance's WebSocket hub: subscriptions, the pub/sub feed, `notify` pushes.
     pub hub: Hub,

@@ -1,11 +1,9 @@
-//! A board's configuration (DESIGN §3): how points combine, how ties break, how ranks are
+//! A board's configuration (README, "Configuration"; `docs/protocol.md`, "Points and scores"): how points combine, how ties break, how ranks are
 //! counted and when seasons turn over. The same type is read from the config file, from
 //! `PUT /admin/boards/{board}`, stored as JSON in `lb:{<board>}:config` (where the submission
 //! script reads it) and listed by `GET /v1/boards`.
 
 use serde::{Deserialize, Serialize};
-
-use crate::codec::Codec;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
@@ -215,22 +213,6 @@ impl BoardConfig {
             }
         }
         Ok(())
-    }
-
-    /// The codec that packs this board's scores.
-    pub fn codec(&self) -> Codec {
-        match self.tie_break {
-            TieBreak::None => Codec::plain(self.order),
-            TieBreak::Earliest => Codec::earliest(self.order, self.time_bits),
-        }
-    }
-
-    /// Whether changing from `self` to `new` would reinterpret stored scores.
-    pub fn reinterprets(&self, new: &BoardConfig) -> bool {
-        self.order != new.order
-            || self.tie_break != new.tie_break
-            || self.resolution_ms != new.resolution_ms
-            || self.time_bits != new.time_bits
     }
 }
 

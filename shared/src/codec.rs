@@ -1,11 +1,11 @@
-//! The score codec (DESIGN §3): how a board's points, and for `tie_break: earliest` the time they
+//! The score codec (`docs/protocol.md`, "Points and scores"): how a board's points, and for `tie_break: earliest` the time they
 //! were reached, are packed into the one double a Redis sorted set holds.
 //!
 //! With `earliest`, the stored score is `points × 2^T + f(t)` where `t` is the time since the
 //! season's start in `resolution_ms` units and `f(t) = 2^T − 1 − t` for `desc` boards (earlier is
 //! larger, ranks higher) and `t` for `asc` boards (earlier is smaller, ranks higher). Every value
 //! stays an integer below 2^53, so the double is exact. `lua/lib.lua` implements the same
-//! arithmetic; `server` tests prove the two agree.
+//! arithmetic; `tests/e2e/packing.rs` proves the two agree over every configuration.
 
 use crate::board::Order;
 
@@ -100,11 +100,6 @@ impl Codec {
             Order::Asc => f,
         };
         Ok((points, t))
-    }
-
-    /// The points of a stored score, for display.
-    pub fn points(&self, score: f64) -> Result<i64, CodecError> {
-        self.decode(score).map(|(p, _)| p)
     }
 }
 

@@ -1,4 +1,4 @@
-//! The one table of error codes (DESIGN §5), shared by HTTP and WebSocket.
+//! The one table of error codes (`docs/protocol.md`, "Error codes"), shared by HTTP and WebSocket.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,8 @@
-//! Ids of players, boards, seasons, queues, jobs and submissions (DESIGN §2): 1–64 characters of
-//! `[A-Za-z0-9_.-]`, at least one of them not a `.`. Anything else — braces that would break
-//! Redis hash tags, colons that would forge key names, spaces, control characters, and `.`, `..`
-//! or `...`, which read as paths in URLs and file names — is refused before Redis is touched.
+//! Ids of players, boards, seasons, queues, jobs and submissions (`docs/protocol.md`, "Ids"):
+//! 1–64 characters of `[A-Za-z0-9_.-]`, at least one of them not a `.`. Anything else — braces
+//! that would break Redis hash tags, colons that would forge key names, spaces, control
+//! characters, and `.`, `..` or `...`, which read as paths in URLs and file names — is refused
+//! before Redis is touched.
 
 use std::fmt;
 

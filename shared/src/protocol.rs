@@ -1,4 +1,4 @@
-//! WebSocket protocol v1 (DESIGN §4): JSON text frames, one object per frame, tagged by `type`,
+//! WebSocket protocol v1 (`docs/protocol.md`): JSON text frames, one object per frame, tagged by `type`,
 //! snake_case fields. Unknown fields are ignored.
 //!
 //! [`ClientMsg::parse`] turns a frame into a message or into the exact answer the server owes:
@@ -103,7 +103,7 @@ impl ParseError {
     }
 }
 
-/// Reads `points` (DESIGN §3): an integer with |points| ≤ 2^53 − 1. A number that is not such an
+/// Reads `points` (`docs/protocol.md`, "Points and scores"): an integer with |points| ≤ 2^53 − 1. A number that is not such an
 /// integer is `points_out_of_range`; a value of another type is `bad_request`.
 pub fn parse_points(v: Option<&Value>) -> Result<i64, (ErrorCode, String)> {
     let Some(v) = v else {

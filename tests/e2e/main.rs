@@ -2,6 +2,8 @@
 
 mod boards;
 mod hardening;
+mod notify_jobs;
+mod packing;
 mod queues;
 mod seasons_jobs;
 mod ws;

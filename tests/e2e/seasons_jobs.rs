@@ -31,12 +31,17 @@ fn id(s: &str) -> Id {
 struct Recorder(Mutex<Vec<(String, String, Value)>>);
 
 impl Notifier for Recorder {
-    fn notify(&self, player: &Id, kind: &str, payload: &Value) -> usize {
+    fn notify<'a>(
+        &'a self,
+        player: &'a Id,
+        kind: &'a str,
+        payload: &'a Value,
+    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
         self.0
             .lock()
             .unwrap()
             .push((player.to_string(), kind.to_owned(), payload.clone()));
-        1
+        Box::pin(futures_util::future::ready(Ok(1)))
     }
 }
 

@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: the hook for the load generator (`scorecast-tests`, bin `loadgen`).
 //!
 //! The load generator measures Scorecast against `redis-benchmark` in the same process tree
-//! (DESIGN.md §10); it finds both Redis binaries through the environment set here.
+//! (BENCHMARKS.md); it finds both Redis binaries through the environment set here.
 
 use std::process::Command;
 

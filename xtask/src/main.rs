@@ -1,4 +1,4 @@
-//! `cargo xtask`: set-up and automation for Scorecast (DESIGN.md §1).
+//! `cargo xtask`: set-up and automation for Scorecast (README).
 //!
 //! ```text
 //! cargo xtask setup                  install what is missing (idempotent)

@@ -1,5 +1,5 @@
-//! The HTTP API (DESIGN §5): public reads under `/v1`, admin endpoints under `/admin`,
-//! operations endpoints, and the web pages.
+//! The HTTP API (`docs/protocol.md`, "HTTP API"): public reads under `/v1`, admin endpoints
+//! under `/admin`, operations endpoints, and the web pages.
 
 pub mod admin;
 pub mod extract;
@@ -104,7 +104,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(queues::routes);
 }
 
-/// DESIGN §2: `/v1` reads allow any origin (no credentials), errors included, so a browser can
+/// `/v1` reads allow any origin (no credentials), errors included, so a browser can
 /// read a 429 and its `RateLimit-*` headers; `/admin` gets no CORS headers at all.
 pub fn cors_v1<B>(res: &mut actix_web::dev::ServiceResponse<B>) {
     use actix_web::http::header::{HeaderName, HeaderValue};

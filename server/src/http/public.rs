@@ -2,7 +2,7 @@
 //! client address.
 
 use actix_web::{get, post, web, HttpResponse};
-use scorecast_shared::{BoardConfig, Entry, ErrorCode, Id};
+use scorecast_shared::{protocol, BoardConfig, Entry, ErrorCode, Id};
 use serde::{Deserialize, Serialize};
 
 use super::extract::ReadLimit;
@@ -10,8 +10,11 @@ use crate::error::{rate_headers, AppError, AppResult};
 use crate::state::AppState;
 use crate::store::{Page, Read, SeasonInfo};
 
-pub const MAX_LIMIT: u64 = 100;
-pub const MAX_RADIUS: u64 = 25;
+// The same bounds and defaults as the WebSocket views (one source: the shared crate).
+const MAX_LIMIT: u64 = protocol::MAX_TOP_LIMIT as u64;
+const DEFAULT_LIMIT: u64 = protocol::DEFAULT_TOP_LIMIT as u64;
+const MAX_RADIUS: u64 = protocol::MAX_RADIUS as u64;
+const DEFAULT_RADIUS: u64 = protocol::DEFAULT_RADIUS as u64;
 /// The largest `offset` of a top read: a Redis sorted set holds at most 2^32 − 1 members, so
 /// any offset past that is empty anyway; beyond it the number would no longer reach the Lua
 /// script exactly. Larger offsets are `bad_request`.
@@ -146,7 +149,7 @@ pub async fn top(
     q: web::Query<TopQuery>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
-    let n = in_range("limit", q.limit, 10, MAX_LIMIT)?;
+    let n = in_range("limit", q.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let offset = q.offset.unwrap_or(0);
     if offset > MAX_OFFSET {
         return Err(AppError::bad_request(format!(
@@ -223,7 +226,7 @@ pub async fn around(
     q: web::Query<AroundQuery>,
 ) -> AppResult<HttpResponse> {
     let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
-    let radius = in_range("radius", q.radius, 5, MAX_RADIUS)?;
+    let radius = in_range("radius", q.radius, DEFAULT_RADIUS, MAX_RADIUS)?;
     let page = st
         .store
         .read(

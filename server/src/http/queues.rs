@@ -1,4 +1,4 @@
-//! Queue endpoints for workers in any language (DESIGN §7; admin token). A long-poll claim
+//! Queue endpoints for workers in any language (`docs/queues.md`; admin token). A long-poll claim
 //! (`wait_ms`) waits on a dedicated Redis connection, never on the shared one.
 
 use std::time::Duration;

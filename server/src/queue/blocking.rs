@@ -57,8 +57,7 @@ impl Pool {
         };
         // The semaphore is never closed, so this error arm is for completeness only.
         let permit = permit.map_err(|_| AppError::new(ErrorCode::Unavailable, "shutting down"))?;
-        // unwrap: the lock is never held across an await or a panic.
-        let reused = self.idle.lock().unwrap().pop();
+        let reused = crate::sync::lock(&self.idle).pop();
         let conn = match reused {
             Some(c) => c,
             None => {
@@ -111,8 +110,7 @@ impl Dedicated<'_> {
 impl Drop for Dedicated<'_> {
     fn drop(&mut self) {
         if let (true, Some(c)) = (self.clean, self.conn.take()) {
-            // unwrap: the lock is never held across an await or a panic.
-            let mut idle = self.pool.idle.lock().unwrap();
+            let mut idle = crate::sync::lock(&self.pool.idle);
             if idle.len() < MAX_IDLE {
                 idle.push(c);
             }

@@ -1,4 +1,4 @@
-//! Job queues on sorted sets (DESIGN §7): the article's priority queue (`poll`, `take`) and
+//! Job queues on sorted sets (`docs/queues.md`): the article's priority queue (`poll`, `take`) and
 //! delayed queue, made safe with leases (`claim` / `ack` / `nack` / `extend`), because after a
 //! plain pop the job has left Redis and a dying worker loses it.
 //!
@@ -10,23 +10,23 @@
 
 pub mod background;
 mod blocking;
+mod job;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Value};
-use scorecast_shared::{ErrorCode, Id};
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use scorecast_shared::Id;
 
 use crate::clock::Clock;
 use crate::config::QueueSettings;
 use crate::error::{AppError, AppResult};
-use crate::{keys, scripts};
+use crate::{keys, reply, scripts};
 
 pub use background::Background;
 use background::Wakeup;
+pub use job::*;
 
 /// Priorities run 0 (most urgent) ..= 9.
 pub const MAX_PRIORITY: u8 = 9;
@@ -60,169 +60,6 @@ pub struct Queue {
     queues: Queues,
     name: Id,
     keys: [String; 8],
-}
-
-/// A job as stored: `{id, kind, payload, priority, max_attempts}` plus its attempts so far.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Job {
-    pub id: String,
-    pub kind: String,
-    /// Exactly the JSON text the client sent.
-    pub payload: Box<RawValue>,
-    pub priority: u8,
-    #[serde(default)]
-    pub attempts: u32,
-    pub max_attempts: u32,
-}
-
-impl Job {
-    /// The payload parsed as `T`.
-    pub fn payload_as<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
-        serde_json::from_str(self.payload.get())
-    }
-}
-
-/// When a new job becomes ready.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum When {
-    #[default]
-    Now,
-    /// At this time (ms since the epoch, on the queue's clock).
-    At(i64),
-    /// After this many ms.
-    In(u64),
-}
-
-/// A job to enqueue. `NewJob::new(kind, payload)` then the builder methods.
-#[derive(Clone, Debug)]
-pub struct NewJob {
-    /// `None`: a fresh uuid.
-    pub id: Option<Id>,
-    pub kind: Id,
-    pub payload: Box<RawValue>,
-    /// `None`: the configured default (5).
-    pub priority: Option<u8>,
-    /// `None`: the configured default (5).
-    pub max_attempts: Option<u32>,
-    pub when: When,
-}
-
-impl NewJob {
-    /// A job of `kind` whose payload is `payload` serialised.
-    pub fn new(kind: &Id, payload: &impl Serialize) -> AppResult<NewJob> {
-        let payload = serde_json::value::to_raw_value(payload)
-            .map_err(|e| AppError::bad_request(format!("payload: {e}")))?;
-        Ok(NewJob::raw(kind.clone(), payload))
-    }
-
-    /// A job whose payload is already JSON text (kept byte for byte).
-    pub fn raw(kind: Id, payload: Box<RawValue>) -> NewJob {
-        NewJob {
-            id: None,
-            kind,
-            payload,
-            priority: None,
-            max_attempts: None,
-            when: When::Now,
-        }
-    }
-
-    pub fn id(mut self, id: Id) -> NewJob {
-        self.id = Some(id);
-        self
-    }
-
-    pub fn priority(mut self, p: u8) -> NewJob {
-        self.priority = Some(p);
-        self
-    }
-
-    pub fn max_attempts(mut self, n: u32) -> NewJob {
-        self.max_attempts = Some(n);
-        self
-    }
-
-    pub fn at(mut self, run_at_ms: i64) -> NewJob {
-        self.when = When::At(run_at_ms);
-        self
-    }
-
-    pub fn after(mut self, delay_ms: u64) -> NewJob {
-        self.when = When::In(delay_ms);
-        self
-    }
-}
-
-/// The stored body: what `q:{<q>}:jobs` holds (attempts live in the state hash).
-#[derive(Serialize)]
-struct Body<'a> {
-    id: &'a str,
-    kind: &'a str,
-    payload: &'a RawValue,
-    priority: u8,
-    max_attempts: u32,
-}
-
-/// Where an enqueued job went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placed {
-    Ready,
-    /// In the delayed set until `run_at_ms`.
-    Delayed {
-        run_at_ms: i64,
-    },
-}
-
-/// A lease on a claimed job: valid until acked, nacked, reaped or re-claimed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct Lease {
-    pub token: String,
-    pub expires_at_ms: i64,
-}
-
-#[derive(Clone, Debug)]
-pub struct Claimed {
-    pub job: Job,
-    pub lease: Lease,
-}
-
-/// Where a nacked job went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Requeued {
-    Ready,
-    Delayed {
-        run_at_ms: i64,
-        delay_ms: i64,
-    },
-    /// No attempt left: in dead letters.
-    Dead,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Counts {
-    pub ready: u64,
-    pub delayed: u64,
-    pub processing: u64,
-    pub dead: u64,
-}
-
-#[derive(Clone, Debug)]
-pub struct DeadJob {
-    pub job: Job,
-    pub died_at_ms: i64,
-}
-
-/// What one promoter or reaper step did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sweep {
-    /// Jobs moved to ready.
-    pub moved: u64,
-    /// Jobs moved to dead letters (reaper only).
-    pub dead: u64,
-    /// The next due time (promoter) or lease deadline (reaper), if any.
-    pub next_ms: Option<i64>,
-    /// The clock the step ran at.
-    pub now_ms: i64,
 }
 
 impl Queues {
@@ -280,55 +117,6 @@ impl Queues {
     fn conn(&self) -> ConnectionManager {
         self.inner.conn.clone()
     }
-}
-
-fn bad_reply(what: &str) -> AppError {
-    tracing::error!(what, "unexpected queue script reply");
-    AppError::new(ErrorCode::Unavailable, "unexpected reply from the store")
-}
-
-fn int(v: Option<&Value>) -> Option<i64> {
-    match v? {
-        Value::Int(i) => Some(*i),
-        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
-        Value::SimpleString(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-fn text(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-/// Splits a script reply into its tag and fields; `{'err', code, message}` becomes the error.
-fn reply(v: Value) -> AppResult<(String, Vec<Value>)> {
-    let Value::Array(mut items) = v else {
-        return Err(bad_reply("not an array"));
-    };
-    if items.is_empty() {
-        return Err(bad_reply("empty"));
-    }
-    let tag = text(items.first()).ok_or_else(|| bad_reply("tag"))?;
-    let rest = items.split_off(1);
-    if tag == "err" {
-        let code = text(rest.first())
-            .and_then(|c| ErrorCode::parse(&c))
-            .ok_or_else(|| bad_reply("error code"))?;
-        return Err(AppError::new(code, text(rest.get(1)).unwrap_or_default()));
-    }
-    Ok((tag, rest))
-}
-
-/// A job from its stored body and attempts.
-fn job(body: Option<&Value>, attempts: Option<&Value>) -> AppResult<Job> {
-    let body = text(body).ok_or_else(|| bad_reply("job body"))?;
-    let mut job: Job = serde_json::from_str(&body).map_err(|_| bad_reply("job body JSON"))?;
-    job.attempts = int(attempts).ok_or_else(|| bad_reply("attempts"))?.max(0) as u32;
-    Ok(job)
 }
 
 fn ms(d: Duration) -> u64 {
@@ -431,10 +219,13 @@ impl Queue {
             .arg(self.inner().clock.arg());
         let (indexed, v) = tokio::join!(indexed, inv.invoke_async::<Value>(&mut c));
         indexed?;
-        let (_, r) = reply(v?)?;
-        let placed = match text(r.first()).as_deref() {
+        let (_, r) = reply::split(v?)?;
+        let placed = match r.first().and_then(reply::text).as_deref() {
             Some("delayed") => {
-                let due = int(r.get(1)).ok_or_else(|| bad_reply("due"))?;
+                let due = r
+                    .get(1)
+                    .and_then(reply::int)
+                    .ok_or_else(|| reply::bad("due"))?;
                 // An earlier due time than the promoter planned for: wake it.
                 self.inner().promoter.wake_if_earlier(due);
                 Placed::Delayed { run_at_ms: due }
@@ -457,7 +248,7 @@ impl Queue {
     }
 
     fn popped(&self, v: Value) -> AppResult<Option<Job>> {
-        match reply(v)? {
+        match reply::split(v)? {
             (tag, r) if tag == "ok" => Ok(Some(job(r.get(1), r.get(2))?)),
             _ => Ok(None),
         }
@@ -510,14 +301,17 @@ impl Queue {
             .arg(INLINE_BOUND)
             .invoke_async(&mut c)
             .await?;
-        let (tag, r) = reply(v)?;
+        let (tag, r) = reply::split(v)?;
         if tag != "ok" {
-            let next = int(r.first()).filter(|t| *t >= 0);
-            let now = int(r.get(1)).unwrap_or(0);
+            let next = r.first().and_then(reply::int).filter(|t| *t >= 0);
+            let now = r.get(1).and_then(reply::int).unwrap_or(0);
             return Ok((None, next.map(|n| (n, now))));
         }
         let job = job(r.get(1), r.get(2))?;
-        let expires_at_ms = int(r.get(3)).ok_or_else(|| bad_reply("deadline"))?;
+        let expires_at_ms = r
+            .get(3)
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("deadline"))?;
         self.inner().reaper.wake_if_earlier(expires_at_ms);
         Ok((
             Some(Claimed {
@@ -574,7 +368,7 @@ impl Queue {
             .arg(token)
             .invoke_async(&mut c)
             .await?;
-        reply(v).map(|_| ())
+        reply::split(v).map(|_| ())
     }
 
     /// Gives a claimed job back: after `delay` if given, else after exponential backoff with
@@ -599,10 +393,16 @@ impl Queue {
             .arg(self.inner().clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let (_, r) = reply(v)?;
-        let due = int(r.get(1)).ok_or_else(|| bad_reply("due"))?;
-        let now = int(r.get(2)).ok_or_else(|| bad_reply("now"))?;
-        Ok(match text(r.first()).as_deref() {
+        let (_, r) = reply::split(v)?;
+        let due = r
+            .get(1)
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("due"))?;
+        let now = r
+            .get(2)
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("now"))?;
+        Ok(match r.first().and_then(reply::text).as_deref() {
             Some("dead") => Requeued::Dead,
             Some("delayed") => {
                 self.inner().promoter.wake_if_earlier(due);
@@ -626,10 +426,13 @@ impl Queue {
             .arg(self.inner().clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let (_, r) = reply(v)?;
+        let (_, r) = reply::split(v)?;
         Ok(Lease {
             token: token.to_owned(),
-            expires_at_ms: int(r.first()).ok_or_else(|| bad_reply("deadline"))?,
+            expires_at_ms: r
+                .first()
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("deadline"))?,
         })
     }
 
@@ -664,14 +467,21 @@ impl Queue {
             .arg(limit)
             .invoke_async(&mut c)
             .await?;
-        let (_, r) = reply(v)?;
-        let total = int(r.first()).ok_or_else(|| bad_reply("total"))?.max(0) as u64;
+        let (_, r) = reply::split(v)?;
+        let total = r
+            .first()
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("total"))?
+            .max(0) as u64;
         let jobs = r[1..]
             .chunks_exact(4)
             .map(|e| {
                 Ok(DeadJob {
                     job: job(e.get(1), e.get(2))?,
-                    died_at_ms: int(e.get(3)).ok_or_else(|| bad_reply("died_at"))?,
+                    died_at_ms: e
+                        .get(3)
+                        .and_then(reply::int)
+                        .ok_or_else(|| reply::bad("died_at"))?,
                 })
             })
             .collect::<AppResult<Vec<_>>>()?;
@@ -686,7 +496,7 @@ impl Queue {
             .arg(id.as_str())
             .invoke_async(&mut c)
             .await?;
-        reply(v).map(|_| ())
+        reply::split(v).map(|_| ())
     }
 
     /// One promoter step: due delayed jobs to ready, at most `promote_batch`.
@@ -709,39 +519,20 @@ impl Queue {
             .arg(self.inner().settings.promote_batch.max(1))
             .invoke_async(&mut c)
             .await?;
-        let (_, r) = reply(v)?;
+        let (_, r) = reply::split(v)?;
         let at = usize::from(counts_dead);
         Ok(Sweep {
-            moved: int(r.first()).unwrap_or(0).max(0) as u64,
+            moved: r.first().and_then(reply::int).unwrap_or(0).max(0) as u64,
             dead: if counts_dead {
-                int(r.get(1)).unwrap_or(0).max(0) as u64
+                r.get(1).and_then(reply::int).unwrap_or(0).max(0) as u64
             } else {
                 0
             },
-            next_ms: int(r.get(1 + at)).filter(|t| *t >= 0),
-            now_ms: int(r.get(2 + at)).ok_or_else(|| bad_reply("now"))?,
+            next_ms: r.get(1 + at).and_then(reply::int).filter(|t| *t >= 0),
+            now_ms: r
+                .get(2 + at)
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("now"))?,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_stored_body_keeps_the_payload_byte_for_byte() {
-        let raw = r#"{"big":12345678901234567890123,"empty":[],"f":1.0}"#;
-        let payload = RawValue::from_string(raw.to_owned()).unwrap();
-        let body = serde_json::to_string(&Body {
-            id: "j",
-            kind: "k",
-            payload: &payload,
-            priority: 5,
-            max_attempts: 5,
-        })
-        .unwrap();
-        let job: Job = serde_json::from_str(&body).unwrap();
-        assert_eq!(job.payload.get(), raw);
-        assert_eq!(job.attempts, 0);
     }
 }

@@ -1,12 +1,10 @@
-//! WebSocket protocol v1 (DESIGN §4) at `GET /ws`.
+//! WebSocket protocol v1 at `GET /ws` (the wire format: `docs/protocol.md`).
 //!
 //! The route only checks the upgrade (Origin allow-list, connections per client address), does
-//! the handshake and spawns the session; `session` is the per-connection select loop, `hub` the
-//! per-instance owner of subscriptions and of the Redis pub/sub feed, `outbox` the bounded
-//! per-session queue between them.
+//! the handshake and spawns the session; `session` is the per-connection select loop. The
+//! per-instance owner of subscriptions and of the Redis pub/sub feed is [`crate::hub`], whose
+//! bounded per-session outbox sits between the two.
 
-pub mod hub;
-pub mod outbox;
 pub mod session;
 
 use std::net::SocketAddr;
@@ -14,8 +12,6 @@ use std::net::SocketAddr;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use scorecast_shared::ErrorCode;
-
-pub use hub::Hub;
 
 use crate::config::Settings;
 use crate::error::AppError;
@@ -31,7 +27,7 @@ fn normalise(origin: &str) -> String {
 }
 
 /// The server's own origins when it listens on `addr`, the default of `allowed_origins`
-/// (DESIGN §2). Known from the configuration alone, never from a request: a `Host` header is
+/// (`docs/protocol.md`, "Connecting"). Known from the configuration alone, never from a request: a `Host` header is
 /// whatever the client says (Origin and Host both `evil.example` would otherwise pass). On a
 /// loopback or unspecified address these are the loopback names; a server reached under a public
 /// name needs that name in `allowed_origins`.
@@ -55,7 +51,7 @@ pub fn own_origins(addr: SocketAddr) -> Vec<String> {
     out
 }
 
-/// Whether a browser page from `origin` may open a WebSocket (DESIGN §2): requests without an
+/// Whether a browser page from `origin` may open a WebSocket (`docs/protocol.md`, "Connecting"): requests without an
 /// Origin (non-browser clients) pass; `--dev` allows any; otherwise `allowed_origins` (filled
 /// with [`own_origins`] at start-up when not configured). `*` in the list allows any.
 pub fn origin_allowed(origin: Option<&str>, settings: &Settings) -> bool {

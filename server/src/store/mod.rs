@@ -1,19 +1,21 @@
 //! Typed access to the leaderboards in Redis. Handlers never build raw commands: every
 //! operation here is one script (see `lua/`) or one command, on the shared multiplexed
-//! connection.
+//! connection. Submissions go through the per-board group commit of `batch.rs`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+mod batch;
+
+use std::sync::Arc;
 
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Value};
 use scorecast_shared::{BoardConfig, Entry, ErrorCode, Id, Op};
 use serde::Serialize;
-use tokio::sync::{mpsc, oneshot};
 
 use crate::clock::Clock;
-use crate::error::{AppError, AppResult, RateInfo};
-use crate::{keys, scripts};
+use crate::error::{AppError, AppResult};
+use crate::{keys, reply, scripts};
+use batch::Batchers;
+pub use batch::BATCHER_IDLE;
 
 #[derive(Clone)]
 pub struct Store {
@@ -23,17 +25,6 @@ pub struct Store {
     batchers: Batchers,
     batcher_idle: std::time::Duration,
 }
-
-type Batchers = Arc<Mutex<HashMap<Id, mpsc::UnboundedSender<Pending>>>>;
-
-/// A board's batcher stops after this long without submissions (the next one starts it again).
-pub const BATCHER_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// A submission waiting for its batch, and where its result goes.
-type Pending = (Submission, oneshot::Sender<AppResult<Accepted>>);
-
-/// The most submissions one script call applies.
-const MAX_BATCH: usize = 128;
 
 /// One score submission, from any front door (WebSocket, HTTP admin, jobs).
 #[derive(Clone, Debug)]
@@ -91,62 +82,6 @@ pub enum Read<'a> {
     Players(&'a [Id]),
 }
 
-fn bad_reply(what: &str) -> AppError {
-    tracing::error!(what, "unexpected script reply");
-    AppError::new(ErrorCode::Unavailable, "unexpected reply from the store")
-}
-
-fn as_i64(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int(i) => Some(*i),
-        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
-        Value::SimpleString(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-fn as_string(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        Value::Int(i) => Some(i.to_string()),
-        _ => None,
-    }
-}
-
-/// Splits a script reply into `Ok(fields after 'ok')` or the error it carries
-/// (`{'err', code, message, retry_after_ms?, limit?, reset_ms?}`).
-fn split_reply(v: Value) -> AppResult<Vec<Value>> {
-    let Value::Array(items) = v else {
-        return Err(bad_reply("not an array"));
-    };
-    let tag = items
-        .first()
-        .and_then(as_string)
-        .ok_or_else(|| bad_reply("no tag"))?;
-    if tag == "ok" {
-        return Ok(items.into_iter().skip(1).collect());
-    }
-    let code = items
-        .get(1)
-        .and_then(as_string)
-        .and_then(|c| ErrorCode::parse(&c))
-        .ok_or_else(|| bad_reply("error code"))?;
-    let message = items.get(2).and_then(as_string).unwrap_or_default();
-    let mut err = AppError::new(code, message);
-    if code == ErrorCode::RateLimited {
-        let n = |i: usize| items.get(i).and_then(as_i64).unwrap_or(0).max(0) as u64;
-        err.rate = Some(RateInfo {
-            allowed: false,
-            limit: n(4),
-            remaining: 0,
-            retry_after_ms: n(3).max(1),
-            reset_ms: n(5),
-        });
-    }
-    Err(err)
-}
-
 fn opt_rank(v: i64) -> Option<u64> {
     (v > 0).then_some(v as u64)
 }
@@ -169,8 +104,7 @@ impl Store {
 
     /// Boards with a running batcher.
     pub fn batching_boards(&self) -> usize {
-        // unwrap: the lock is never held across a panic-prone call.
-        self.batchers.lock().unwrap().len()
+        crate::sync::lock(&self.batchers).len()
     }
 
     pub fn clock(&self) -> &Clock {
@@ -200,11 +134,11 @@ impl Store {
             .arg(self.clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let r = split_reply(reply)?;
+        let r = reply::ok(reply)?;
         // The index lives outside the board's slot, so it is written separately; it is only an
         // index (the config key is the truth).
         let _: () = c.sadd(keys::BOARDS, board.as_str()).await?;
-        Ok(r.first().and_then(as_i64) == Some(1))
+        Ok(r.first().and_then(reply::int) == Some(1))
     }
 
     pub async fn board(&self, board: &Id) -> AppResult<BoardConfig> {
@@ -212,7 +146,7 @@ impl Store {
         let raw: Option<String> = c.get(keys::config(board)).await?;
         let raw =
             raw.ok_or_else(|| AppError::new(ErrorCode::UnknownBoard, format!("no board {board}")))?;
-        serde_json::from_str(&raw).map_err(|_| bad_reply("board config"))
+        serde_json::from_str(&raw).map_err(|_| reply::bad("board config"))
     }
 
     pub async fn boards(&self) -> AppResult<Vec<(Id, BoardConfig)>> {
@@ -242,55 +176,10 @@ impl Store {
             .map(|(id, r)| {
                 Ok((
                     id,
-                    serde_json::from_str(&r).map_err(|_| bad_reply("board config"))?,
+                    serde_json::from_str(&r).map_err(|_| reply::bad("board config"))?,
                 ))
             })
             .collect()
-    }
-
-    /// Applies one submission atomically: dedup, limiter, op, tie-break, seq, audit log,
-    /// event (`lua/submit.lua`).
-    ///
-    /// Group commit (DESIGN §10): submissions to one board queue up while that board's previous
-    /// script call is in flight, and go together in the next call — one round trip and one
-    /// event for the lot, each with its own result. With no load, a batch is one submission.
-    pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
-        let (tx, rx) = oneshot::channel();
-        let gone = || {
-            AppError::new(
-                ErrorCode::Unavailable,
-                "the submission queue stopped; retry with the same id",
-            )
-        };
-        let mut pending = (s.clone(), tx);
-        // A batcher that has just retired (idle) refuses the send: the second try starts a
-        // fresh one.
-        for _ in 0..2 {
-            match self.batcher(&s.board).send(pending) {
-                Ok(()) => return rx.await.map_err(|_| gone())?,
-                Err(mpsc::error::SendError(p)) => pending = p,
-            }
-        }
-        Err(gone())
-    }
-
-    fn batcher(&self, board: &Id) -> mpsc::UnboundedSender<Pending> {
-        // unwrap: the lock is never held across a panic-prone call.
-        let mut map = self.batchers.lock().unwrap();
-        if let Some(tx) = map.get(board).filter(|tx| !tx.is_closed()) {
-            return tx.clone();
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run_batches(
-            self.conn.clone(),
-            self.clock.clone(),
-            board.clone(),
-            rx,
-            self.batchers.clone(),
-            self.batcher_idle,
-        ));
-        map.insert(board.clone(), tx.clone());
-        tx
     }
 
     /// Reads a board (`season`: `None` = current) through `lua/read.lua`.
@@ -322,30 +211,30 @@ impl Store {
             }
         }
         let reply: Value = inv.invoke_async(&mut c).await?;
-        let r = split_reply(reply)?;
+        let r = reply::ok(reply)?;
         let n = |i: usize| {
             r.get(i)
-                .and_then(as_i64)
-                .ok_or_else(|| bad_reply("read field"))
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("read field"))
         };
         let season = r
             .first()
-            .and_then(as_string)
-            .ok_or_else(|| bad_reply("season"))?;
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("season"))?;
         let (total, seq, start_ms) = (n(1)? as u64, n(2)? as u64, n(3)?);
         let mut entries = r[4..]
             .chunks_exact(5)
             .map(|e| {
                 Some(Entry {
-                    player: as_string(&e[0])?,
-                    score: as_i64(&e[1])?,
-                    rank: as_i64(&e[2])? as u64,
-                    name: as_string(&e[3]).filter(|n| !n.is_empty()),
-                    reached_ms: as_i64(&e[4]).filter(|t| *t >= 0),
+                    player: reply::text(&e[0])?,
+                    score: reply::int(&e[1])?,
+                    rank: reply::int(&e[2])? as u64,
+                    name: reply::text(&e[3]).filter(|n| !n.is_empty()),
+                    reached_ms: reply::int(&e[4]).filter(|t| *t >= 0),
                 })
             })
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| bad_reply("entry"))?;
+            .ok_or_else(|| reply::bad("entry"))?;
         if matches!(what, Read::Players(_)) {
             // Friends are shown as a small leaderboard of their own.
             entries.sort_by_key(|e| e.rank);
@@ -401,13 +290,13 @@ impl Store {
             .arg(self.clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let r = split_reply(reply)?;
+        let r = reply::ok(reply)?;
         let s = |i: usize| {
             r.get(i)
-                .and_then(as_string)
-                .ok_or_else(|| bad_reply("rollover"))
+                .and_then(reply::text)
+                .ok_or_else(|| reply::bad("rollover"))
         };
-        Ok((s(0)?, r.get(1).and_then(as_i64).unwrap_or(0), s(2)?))
+        Ok((s(0)?, r.get(1).and_then(reply::int).unwrap_or(0), s(2)?))
     }
 
     /// Announces the board's current season to every instance (a calendar boundary passed):
@@ -419,10 +308,10 @@ impl Store {
             .arg(self.clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let r = split_reply(reply)?;
+        let r = reply::ok(reply)?;
         r.first()
-            .and_then(as_string)
-            .ok_or_else(|| bad_reply("season event"))
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("season event"))
     }
 
     /// Removes a player from the current season; false if they were not on it.
@@ -434,8 +323,8 @@ impl Store {
             .arg(self.clock.arg())
             .invoke_async(&mut c)
             .await?;
-        let r = split_reply(reply)?;
-        Ok(r.first().and_then(as_i64) == Some(1))
+        let r = reply::ok(reply)?;
+        Ok(r.first().and_then(reply::int) == Some(1))
     }
 
     /// The audit stream, newest first.
@@ -451,7 +340,7 @@ impl Store {
                 let mut obj = serde_json::Map::new();
                 obj.insert("stream_id".into(), e.id.clone().into());
                 for (k, v) in &e.map {
-                    let s = as_string(v).unwrap_or_default();
+                    let s = reply::text(v).unwrap_or_default();
                     let v = match s.parse::<i64>() {
                         Ok(n) if k != "player" && k != "id" && k != "season" => n.into(),
                         _ => s.into(),
@@ -462,118 +351,4 @@ impl Store {
             })
             .collect())
     }
-}
-
-/// Applies a board's queued submissions, as many as are waiting (up to [`MAX_BATCH`]) per
-/// script call, until every sender is gone.
-async fn run_batches(
-    mut conn: ConnectionManager,
-    clock: Clock,
-    board: Id,
-    mut rx: mpsc::UnboundedReceiver<Pending>,
-    batchers: Batchers,
-    idle: std::time::Duration,
-) {
-    let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
-    let mut retiring = false;
-    loop {
-        let first = if retiring {
-            // Closed: apply what was sent before the close, then stop.
-            match rx.try_recv() {
-                Ok(p) => p,
-                Err(_) => return,
-            }
-        } else {
-            match tokio::time::timeout(idle, rx.recv()).await {
-                Ok(Some(p)) => p,
-                Ok(None) => return,
-                Err(_) => {
-                    // Idle: retire, so that boards nobody submits to (or that do not exist)
-                    // hold no task and no map entry.
-                    // unwrap: the lock is never held across a panic-prone call.
-                    let mut map = batchers.lock().unwrap();
-                    rx.close();
-                    if map.get(&board).is_some_and(|tx| tx.is_closed()) {
-                        map.remove(&board);
-                    }
-                    retiring = true;
-                    continue;
-                }
-            }
-        };
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
-            }
-        }
-        match apply_batch(&mut conn, &clock, &board, &batch).await {
-            Ok(results) => {
-                for ((_, tx), r) in batch.drain(..).zip(results) {
-                    let _ = tx.send(r);
-                }
-            }
-            Err(e) => {
-                for (_, tx) in batch.drain(..) {
-                    let _ = tx.send(Err(e.clone()));
-                }
-            }
-        }
-    }
-}
-
-async fn apply_batch(
-    conn: &mut ConnectionManager,
-    clock: &Clock,
-    board: &Id,
-    batch: &[Pending],
-) -> AppResult<Vec<AppResult<Accepted>>> {
-    let mut inv = scripts::SUBMIT.key(keys::config(board));
-    inv.arg(clock.arg());
-    for (s, _) in batch {
-        let op = s.op.map(|op| match op {
-            Op::Incr => "incr",
-            Op::Best => "best",
-            Op::Set => "set",
-        });
-        inv.arg(s.player.as_str())
-            .arg(s.id.as_str())
-            .arg(s.points)
-            .arg(op.unwrap_or(""))
-            .arg(s.name.as_deref().unwrap_or(""))
-            .arg(uuid::Uuid::new_v4().simple().to_string())
-            .arg(if s.skip_limit { "1" } else { "" });
-    }
-    let reply: Value = inv.invoke_async(conn).await?;
-    let Value::Array(items) = reply else {
-        return Err(bad_reply("submit batch"));
-    };
-    if items.len() != batch.len() {
-        return Err(bad_reply("submit batch length"));
-    }
-    Ok(items
-        .into_iter()
-        .map(|item| {
-            let r = split_reply(item)?;
-            let n = |i: usize| {
-                r.get(i)
-                    .and_then(as_i64)
-                    .ok_or_else(|| bad_reply("submit field"))
-            };
-            Ok(Accepted {
-                board: board.to_string(),
-                season: r
-                    .first()
-                    .and_then(as_string)
-                    .ok_or_else(|| bad_reply("season"))?,
-                score: n(1)?,
-                rank: n(2)? as u64,
-                previous_rank: opt_rank(n(3)?),
-                seq: n(4)? as u64,
-                duplicate: n(5)? == 1,
-                reached_ms: Some(n(6)?).filter(|t| *t >= 0),
-            })
-        })
-        .collect())
 }

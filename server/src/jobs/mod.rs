@@ -1,4 +1,4 @@
-//! Scorecast's own jobs, on its own queue `scorecast` (DESIGN §7):
+//! Scorecast's own jobs, on its own queue `scorecast` (README, "Job queues"):
 //!
 //! - `season.rollover` — scheduled at the end of each season of a calendar board (`reset`
 //!   daily/weekly/monthly). Seasons themselves turn over inside the submission script by the
@@ -7,28 +7,33 @@
 //!   players (better rank, more urgent priority; equal priorities in rank order), then it
 //!   schedules the next rollover.
 //! - `reward.grant` — records the grant in `lb:{<board>}:rewards` (`<season>:<player>` →
-//!   record) with HSETNX, so a job that runs twice grants once; a new grant enqueues a `notify` job.
+//!   record) with HSETNX, so a job that runs twice grants once; a new grant enqueues a `notify`
+//!   job.
 //! - `notify` — pushes `{"type":"notify","kind","payload"}` to the player's open WebSockets
-//!   through a [`Notifier`] (the WebSocket hub plugs in there).
+//!   through a [`Notifier`] (the WebSocket hub in production), on every instance: the job is
+//!   acked only once the notification was published, so a failed publish is retried.
 //!
 //! Every job here is idempotent: ids are derived from what the job is about, so scheduling the
 //! same thing twice is a `conflict` that is taken as "already there".
 
-use std::sync::Arc;
-use std::time::Duration;
+mod calendar;
+mod notifier;
+mod worker;
 
-use chrono::{DateTime, Datelike, Duration as Days, NaiveDate, Utc};
 use redis::AsyncCommands;
 use scorecast_shared::{BoardConfig, ErrorCode, Id, Reset};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tokio::sync::watch;
 
 use crate::error::{AppError, AppResult};
 use crate::keys;
-use crate::queue::{background, Background, Claimed, Job, NewJob, Queue};
+use crate::queue::{Job, NewJob, Queue};
 use crate::state::AppState;
 use crate::store::Read;
+
+pub use calendar::calendar_season;
+pub use notifier::Notifier;
+pub use worker::{run_next, settle, start};
 
 /// The queue of Scorecast's own jobs.
 pub const QUEUE: &str = "scorecast";
@@ -37,27 +42,6 @@ pub const KIND_REWARD: &str = "reward.grant";
 pub const KIND_NOTIFY: &str = "notify";
 /// The `kind` of the `notify` message a reward sends.
 pub const NOTIFY_REWARD: &str = "reward";
-
-/// How a worker waits for the next job (one dedicated connection per worker meanwhile).
-const CLAIM_WAIT: Duration = Duration::from_secs(10);
-
-/// Pushes a `notify` message to a connected player. The WebSocket hub implements this; the
-/// default only logs. Called from worker tasks: it must not block (queue, don't await sockets).
-pub trait Notifier: Send + Sync + 'static {
-    /// Sends `{"type":"notify","kind":kind,"payload":payload}` to every open session of
-    /// `player` on this instance; returns how many sessions it was queued for.
-    fn notify(&self, player: &Id, kind: &str, payload: &Value) -> usize;
-}
-
-/// The default [`Notifier`]: logs and reaches nobody.
-pub struct LogNotifier;
-
-impl Notifier for LogNotifier {
-    fn notify(&self, player: &Id, kind: &str, _payload: &Value) -> usize {
-        tracing::info!(%player, kind, "notify (no WebSocket hub attached)");
-        0
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RolloverPayload {
@@ -81,43 +65,6 @@ pub struct NotifyPayload {
     pub player: String,
     pub kind: String,
     pub payload: Value,
-}
-
-/// The calendar season containing `now_ms` (UTC): name, start and end ms — the same names as
-/// `calendar_season` in `lua/lib.lua` (`YYYY-MM-DD`, ISO week `YYYY-Www`, `YYYY-MM`). `None`
-/// for `never` boards.
-pub fn calendar_season(reset: Reset, now_ms: i64) -> Option<(String, i64, i64)> {
-    let day = DateTime::<Utc>::from_timestamp_millis(now_ms)?.date_naive();
-    let ms = |d: NaiveDate| {
-        d.and_hms_opt(0, 0, 0)
-            .map(|t| t.and_utc().timestamp_millis())
-    };
-    match reset {
-        Reset::Never => None,
-        Reset::Daily => Some((
-            day.format("%Y-%m-%d").to_string(),
-            ms(day)?,
-            ms(day.succ_opt()?)?,
-        )),
-        Reset::Weekly => {
-            let monday = day - Days::days(i64::from(day.weekday().num_days_from_monday()));
-            let w = day.iso_week();
-            Some((
-                format!("{:04}-W{:02}", w.year(), w.week()),
-                ms(monday)?,
-                ms(monday + Days::days(7))?,
-            ))
-        }
-        Reset::Monthly => {
-            let first = day.with_day(1)?;
-            let next = if first.month() == 12 {
-                NaiveDate::from_ymd_opt(first.year() + 1, 1, 1)?
-            } else {
-                NaiveDate::from_ymd_opt(first.year(), first.month() + 1, 1)?
-            };
-            Some((first.format("%Y-%m").to_string(), ms(first)?, ms(next)?))
-        }
-    }
 }
 
 /// A job id `<prefix>.<parts joined by '.'>`, or a hash of the parts when that would be longer
@@ -239,7 +186,10 @@ pub async fn handle(st: &AppState, notifier: &dyn Notifier, job: &Job) -> anyhow
         KIND_NOTIFY => {
             let p: NotifyPayload = payload(job)?;
             let player = Id::parse(&p.player)?;
-            let reached = notifier.notify(&player, &p.kind, &p.payload);
+            let reached = notifier
+                .notify(&player, &p.kind, &p.payload)
+                .await
+                .map_err(app)?;
             tracing::debug!(%player, kind = %p.kind, reached, "notify");
             Ok(())
         }
@@ -334,128 +284,9 @@ async fn reward(st: &AppState, p: RewardPayload) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs a claimed job and settles it: ack on success, nack (backoff) on failure. Returns
-/// whether it succeeded.
-pub async fn settle(
-    st: &AppState,
-    notifier: &dyn Notifier,
-    q: &Queue,
-    c: &Claimed,
-) -> AppResult<bool> {
-    let id = Id::parse(&c.job.id).map_err(AppError::from)?;
-    match handle(st, notifier, &c.job).await {
-        Ok(()) => {
-            q.ack(&id, &c.lease.token).await?;
-            Ok(true)
-        }
-        Err(e) => {
-            tracing::warn!(job = %c.job.id, kind = %c.job.kind, attempts = c.job.attempts, error = %e, "job failed");
-            q.nack(&id, &c.lease.token, None).await?;
-            Ok(false)
-        }
-    }
-}
-
-/// Claims and runs the next ready job of the `scorecast` queue, if any (tests, tools).
-pub async fn run_next(st: &AppState, notifier: &dyn Notifier) -> AppResult<Option<(Job, bool)>> {
-    let q = queue(st);
-    let lease = Duration::from_millis(st.settings.queues.default_lease_ms);
-    let Some(c) = q.claim(lease).await? else {
-        return Ok(None);
-    };
-    let ok = settle(st, notifier, &q, &c).await?;
-    Ok(Some((c.job, ok)))
-}
-
-/// Starts the background: promoter, reaper and `job_workers` workers for the `scorecast`
-/// queue. Dropping the returned [`Background`] stops them.
-pub fn start(st: &AppState, notifier: Arc<dyn Notifier>) -> Background {
-    let (mut bg, stop) = Background::new();
-    background::spawn_maintenance(&st.queues, &mut bg, &stop);
-    for _ in 0..st.settings.queues.job_workers {
-        bg.push(tokio::spawn(worker(
-            st.clone(),
-            notifier.clone(),
-            stop.clone(),
-        )));
-    }
-    bg
-}
-
-async fn worker(st: AppState, notifier: Arc<dyn Notifier>, mut stop: watch::Receiver<bool>) {
-    let q = queue(&st);
-    let lease = Duration::from_millis(st.settings.queues.default_lease_ms);
-    loop {
-        let claimed = tokio::select! {
-            r = q.claim_wait(lease, CLAIM_WAIT) => r,
-            _ = stop.changed() => return,
-        };
-        match claimed {
-            Ok(Some(c)) => {
-                if let Err(e) = settle(&st, &*notifier, &q, &c).await {
-                    tracing::warn!(job = %c.job.id, error = %e, "could not settle a job; its lease will lapse");
-                }
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "claiming from the scorecast queue failed");
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = stop.changed() => return,
-                }
-            }
-        }
-        if *stop.borrow() {
-            return;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(s: &str) -> i64 {
-        DateTime::parse_from_rfc3339(s).unwrap().timestamp_millis()
-    }
-
-    #[test]
-    fn calendar_seasons_match_the_lua_names() {
-        let (n, s, e) = calendar_season(Reset::Daily, at("2025-03-10T12:34:56Z")).unwrap();
-        assert_eq!(
-            (n.as_str(), s, e),
-            (
-                "2025-03-10",
-                at("2025-03-10T00:00:00Z"),
-                at("2025-03-11T00:00:00Z")
-            )
-        );
-        // 2024-12-30 is a Monday in ISO week 1 of 2025.
-        let (n, s, e) = calendar_season(Reset::Weekly, at("2025-01-01T08:00:00Z")).unwrap();
-        assert_eq!(
-            (n.as_str(), s, e),
-            (
-                "2025-W01",
-                at("2024-12-30T00:00:00Z"),
-                at("2025-01-06T00:00:00Z")
-            )
-        );
-        let (n, _, _) = calendar_season(Reset::Weekly, at("2021-01-03T23:59:59Z")).unwrap();
-        assert_eq!(n, "2020-W53");
-        let (n, s, e) = calendar_season(Reset::Monthly, at("2024-12-31T23:59:59.999Z")).unwrap();
-        assert_eq!(
-            (n.as_str(), s, e),
-            (
-                "2024-12",
-                at("2024-12-01T00:00:00Z"),
-                at("2025-01-01T00:00:00Z")
-            )
-        );
-        // The end is exclusive: the boundary instant belongs to the next season.
-        let (n, _, _) = calendar_season(Reset::Monthly, at("2025-01-01T00:00:00Z")).unwrap();
-        assert_eq!(n, "2025-01");
-        assert!(calendar_season(Reset::Never, 0).is_none());
-    }
 
     #[test]
     fn job_ids_are_readable_and_fall_back_to_a_hash() {

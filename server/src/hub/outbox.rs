@@ -1,4 +1,5 @@
-//! A session's bounded outbound queue (DESIGN §4 "a slow reader never slows the others").
+//! A session's bounded outbound queue (`docs/protocol.md`, "Slow clients": a slow reader
+//! never slows the others).
 //!
 //! The hub and the session's own handlers put messages here without ever awaiting a socket; the
 //! session's select loop takes them out only when the socket can accept one. Two kinds of entry:
@@ -73,9 +74,7 @@ impl Outbox {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        // A poisoned lock only means another thread panicked mid-update of plain queues; the
-        // data is still consistent enough to drain, so keep going rather than cascade panics.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Queues an answer the session itself produced (it stops reading while the queue is full,

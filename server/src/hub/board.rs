@@ -1,0 +1,120 @@
+//! One watched board: its subscriptions, what changed since the last flush, and what the hub
+//! remembers between flushes (the highest `seq` seen, each player's last standing, the season).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use scorecast_shared::protocol::ViewKind;
+use scorecast_shared::{Id, View};
+use tokio::sync::Notify;
+
+use super::outbox::Outbox;
+use super::SessionId;
+
+/// A subscription: one session's view of one kind on the board.
+pub(super) type SubKey = (SessionId, ViewKind);
+
+pub(super) struct Board {
+    /// Distinguishes this board entry from a later one with the same id (the worker of a
+    /// removed entry must not adopt its successor).
+    pub epoch: u64,
+    pub subs: HashMap<SubKey, Sub>,
+    pub dirty: Dirty,
+    pub wake: Arc<Notify>,
+    /// The last event's seq: pub/sub delivers in publish order, so a smaller one means Redis
+    /// lost its data.
+    pub last_event_seq: u64,
+    /// The highest seq known committed; a later read below it means Redis lost its data.
+    pub high_seq: u64,
+    /// Each player's last known standing, for `me` (and its `previous_rank`).
+    pub me: HashMap<Id, MeState>,
+    /// The season the views last showed.
+    pub season: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+pub(super) struct MeState {
+    pub score: Option<i64>,
+    pub rank: Option<u64>,
+    pub previous_rank: Option<u64>,
+}
+
+pub(super) struct Sub {
+    pub view: View,
+    pub player: Option<Id>,
+    /// Bumped when the subscription is replaced, so a flush planned for the old one is dropped.
+    pub gen: u64,
+    pub outbox: Arc<Outbox>,
+    /// False until the subscribe's own snapshot went out: flushes skip it until then.
+    pub ready: bool,
+    /// Recompute at the next flush whatever the events say (snapshot older than known events).
+    pub force: bool,
+    pub last_seq: u64,
+    pub last_hash: Option<u64>,
+    /// `around`: the ranks it shows, to tell whether a change can reach it.
+    pub window: Option<(u64, u64)>,
+}
+
+impl Sub {
+    /// A subscription whose snapshot has not gone out yet.
+    pub fn new(view: View, player: Option<Id>, gen: u64, outbox: Arc<Outbox>) -> Sub {
+        Sub {
+            view,
+            player,
+            gen,
+            outbox,
+            ready: false,
+            force: false,
+            last_seq: 0,
+            last_hash: None,
+            window: None,
+        }
+    }
+}
+
+/// What changed on a board since the last flush.
+#[derive(Default, Debug)]
+pub(super) struct Dirty {
+    pub any: bool,
+    /// Recompute every view (rollover, new season, unreadable event).
+    pub full: bool,
+    /// Send every view as a fresh snapshot with `resync: true`.
+    pub resync: bool,
+    /// Players whose own score changed.
+    pub players: HashSet<Id>,
+    /// Rank ranges whose occupants may have moved (inclusive; `u64::MAX` = to the end).
+    pub ranges: Vec<(u64, u64)>,
+    /// Someone joined or left: `top.total` changed.
+    pub total_changed: bool,
+}
+
+impl Board {
+    /// A board entry with no subscriptions yet; `epoch` must be unique to this entry.
+    pub fn new(epoch: u64, wake: Arc<Notify>) -> Board {
+        Board {
+            epoch,
+            subs: HashMap::new(),
+            dirty: Dirty::default(),
+            wake,
+            last_event_seq: 0,
+            high_seq: 0,
+            me: HashMap::new(),
+            season: None,
+        }
+    }
+
+    /// Every view is to be recomputed at the next flush (and the worker woken for it).
+    pub fn mark_all_dirty(&mut self) {
+        self.dirty.any = true;
+        self.dirty.full = true;
+        self.wake.notify_one();
+    }
+
+    /// Every view is to be re-sent as a fresh snapshot, and `seq` ordering restarts.
+    pub fn mark_resync(&mut self) {
+        self.last_event_seq = 0;
+        self.high_seq = 0;
+        self.dirty.resync = true;
+        self.mark_all_dirty();
+    }
+}

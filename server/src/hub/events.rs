@@ -1,0 +1,158 @@
+//! A board's change events, as `publish_change` in `lua/lib.lua` writes them on `ev:{<board>}`,
+//! and what each one makes dirty.
+//!
+//! Shape (one for every script that changes a board): `{"board", "season", "seq", "changes":
+//! [{"player", "score", "rank", "previous_rank"}, ...]}` for score changes (ranks 1-based,
+//! `null` = not on the board), `{"board", "season", "seq", "rollover": true}` when a season
+//! ended.
+
+use scorecast_shared::Id;
+use serde::Deserialize;
+
+use super::board::Board;
+use super::Inner;
+
+#[derive(Deserialize)]
+pub(super) struct Event {
+    pub season: String,
+    pub seq: u64,
+    #[serde(default)]
+    pub changes: Vec<Change>,
+    #[serde(default)]
+    pub rollover: bool,
+}
+
+/// One player's move.
+#[derive(Deserialize, Default)]
+pub(super) struct Change {
+    #[serde(default)]
+    pub player: Option<String>,
+    #[serde(default)]
+    pub rank: Option<u64>,
+    #[serde(default)]
+    pub previous_rank: Option<u64>,
+}
+
+impl Inner {
+    /// An event arrived for `board` (the channel's name, unchecked).
+    pub(super) fn on_event(&self, board: &str, payload: &[u8]) {
+        let Ok(board) = Id::parse(board) else { return };
+        let ev = serde_json::from_slice::<Event>(payload);
+        let mut st = self.lock();
+        let Some(b) = st.boards.get_mut(&board) else {
+            return;
+        };
+        match ev {
+            Ok(ev) => b.note_event(&board, &ev),
+            Err(_) => {
+                tracing::warn!(%board, "unreadable change event; recomputing the board's views");
+                b.mark_all_dirty();
+            }
+        }
+    }
+}
+
+impl Board {
+    /// Records what `ev` changed and wakes the board's worker.
+    pub(super) fn note_event(&mut self, board: &Id, ev: &Event) {
+        if ev.seq < self.last_event_seq {
+            tracing::warn!(%board, seq = ev.seq, last = self.last_event_seq, "seq went backwards: Redis lost its data; resyncing");
+            self.mark_resync();
+            self.last_event_seq = ev.seq;
+            return;
+        }
+        self.last_event_seq = ev.seq;
+        self.high_seq = self.high_seq.max(ev.seq);
+        let d = &mut self.dirty;
+        d.any = true;
+        // A calendar board's new season starts with its first submission, without a rollover
+        // event: every view's `season` changes, so everything is recomputed.
+        let new_season = self.season.as_deref().is_some_and(|s| s != ev.season);
+        if ev.rollover || new_season {
+            d.full = true;
+            self.me.clear();
+        } else {
+            let mut known = 0;
+            for c in &ev.changes {
+                let Some(p) = c.player.as_deref().and_then(|p| Id::parse(p).ok()) else {
+                    continue;
+                };
+                // Ranks between the old and the new place moved by one; `None` is past the end
+                // (joined, or removed). Within a batch, the first change that moves a player
+                // starts from the rank the hub knows, so the union of ranges is enough.
+                let (new, old) = (
+                    c.rank.unwrap_or(u64::MAX),
+                    c.previous_rank.unwrap_or(u64::MAX),
+                );
+                d.ranges.push((new.min(old), new.max(old)));
+                d.total_changed |= c.rank.is_none() || c.previous_rank.is_none();
+                d.players.insert(p);
+                known += 1;
+            }
+            // An event that names nobody: recompute everything rather than guess.
+            d.full |= known == 0;
+        }
+        self.wake.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tokio::sync::Notify;
+
+    use super::*;
+
+    fn event(json: &str) -> Event {
+        serde_json::from_str(json).expect("a test fixture")
+    }
+
+    #[test]
+    fn batched_and_rollover_events_parse() {
+        let batch = event(
+            r#"{"board":"b","season":"all","seq":5,"changes":[{"player":"a","score":1,"rank":2,"previous_rank":null}]}"#,
+        );
+        assert_eq!(batch.seq, 5);
+        assert_eq!(batch.changes[0].player.as_deref(), Some("a"));
+        assert_eq!(batch.changes[0].previous_rank, None);
+        let roll = event(r#"{"board":"b","season":"s2","seq":6,"rollover":true}"#);
+        assert!(roll.rollover && roll.changes.is_empty());
+    }
+
+    #[test]
+    fn a_move_marks_the_ranks_between_and_a_removal_the_total() {
+        let id = Id::parse("b").expect("a valid id");
+        let mut b = Board::new(1, Arc::new(Notify::new()));
+        b.note_event(
+            &id,
+            &event(r#"{"board":"b","season":"all","seq":3,"changes":[{"player":"a","score":9,"rank":2,"previous_rank":7}]}"#),
+        );
+        assert_eq!(b.dirty.ranges, vec![(2, 7)]);
+        assert!(!b.dirty.total_changed && !b.dirty.full);
+        b.note_event(
+            &id,
+            &event(r#"{"board":"b","season":"all","seq":4,"changes":[{"player":"c","score":null,"rank":null,"previous_rank":5}]}"#),
+        );
+        assert_eq!(b.dirty.ranges[1], (5, u64::MAX));
+        assert!(b.dirty.total_changed);
+        assert_eq!((b.high_seq, b.last_event_seq), (4, 4));
+    }
+
+    #[test]
+    fn seq_going_backwards_resyncs() {
+        let id = Id::parse("b").expect("a valid id");
+        let mut b = Board::new(1, Arc::new(Notify::new()));
+        b.note_event(
+            &id,
+            &event(r#"{"board":"b","season":"all","seq":9,"rollover":true}"#),
+        );
+        b.dirty = Default::default();
+        b.note_event(
+            &id,
+            &event(r#"{"board":"b","season":"all","seq":2,"rollover":true}"#),
+        );
+        assert!(b.dirty.resync && b.dirty.full);
+        assert_eq!((b.high_seq, b.last_event_seq), (0, 2));
+    }
+}

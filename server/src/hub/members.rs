@@ -1,0 +1,171 @@
+//! Who is connected: admission per client address, each session's membership ([`Member`]) and
+//! the player it belongs to. Dropping a member is the one place a session leaves the hub.
+
+use std::net::IpAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use scorecast_shared::protocol::ViewKind;
+use scorecast_shared::{ErrorCode, Id, View};
+
+use super::outbox::Outbox;
+use super::{Hub, Inner, SessionEntry, SessionId, State};
+use crate::error::{AppError, AppResult};
+use crate::metrics;
+
+/// A connected session's membership in the hub. Dropping it removes the session, its views and
+/// its connection slot.
+pub struct Member {
+    hub: Hub,
+    id: SessionId,
+    addr: Option<IpAddr>,
+    outbox: Arc<Outbox>,
+}
+
+impl Hub {
+    /// Admits a new connection from `addr` (refused past `max_conns_per_addr`).
+    pub fn admit(&self, addr: Option<IpAddr>) -> AppResult<Member> {
+        let inner = &self.inner;
+        let mut st = inner.lock();
+        if let Some(ip) = addr {
+            let n = st.conns.entry(ip).or_default();
+            if inner.max_conns_per_addr > 0 && *n >= inner.max_conns_per_addr {
+                return Err(AppError::new(
+                    ErrorCode::RateLimited,
+                    format!(
+                        "at most {} WebSocket connections per client address",
+                        inner.max_conns_per_addr
+                    ),
+                ));
+            }
+            *n += 1;
+        }
+        let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let outbox = Arc::new(Outbox::new(inner.ws.outbound_queue));
+        st.sessions.insert(
+            id,
+            SessionEntry {
+                outbox: outbox.clone(),
+                player: None,
+            },
+        );
+        drop(st);
+        metrics::WS_CONNECTIONS.inc();
+        Ok(Member {
+            hub: self.clone(),
+            id,
+            addr,
+            outbox,
+        })
+    }
+}
+
+impl Member {
+    pub fn id(&self) -> SessionId {
+        self.id
+    }
+
+    pub fn outbox(&self) -> &Arc<Outbox> {
+        &self.outbox
+    }
+
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// Records the session's player (after a successful `hello`), for `notify`.
+    pub fn set_player(&self, player: &Id) {
+        let inner = &self.hub.inner;
+        let mut st = inner.lock();
+        let Some(s) = st.sessions.get_mut(&self.id) else {
+            return;
+        };
+        if s.player.as_ref() == Some(player) {
+            return;
+        }
+        s.player = Some(player.clone());
+        let set = st.players.entry(player.clone()).or_default();
+        let first = set.is_empty();
+        set.insert(self.id);
+        if first {
+            inner.channels_changed.notify_one();
+        }
+    }
+
+    /// Subscribes to a view, replacing this session's view of the same kind on the board, and
+    /// queues its snapshot. On error nothing stays subscribed. The future owns what it needs,
+    /// so the session can go on serving its client while the snapshot is read.
+    pub fn subscribe(
+        &self,
+        board: Id,
+        view: View,
+        player: Option<Id>,
+    ) -> impl std::future::Future<Output = AppResult<()>> + 'static {
+        let (inner, id, outbox) = (self.hub.inner.clone(), self.id, self.outbox.clone());
+        async move { super::subscribe::subscribe(&inner, id, &outbox, &board, view, player).await }
+    }
+
+    /// Stops a view (no-op if it was not subscribed).
+    pub fn unsubscribe(&self, board: &Id, kind: ViewKind) {
+        let inner = &self.hub.inner;
+        let mut st = inner.lock();
+        if let Some(b) = st.boards.get_mut(board) {
+            b.subs.remove(&(self.id, kind));
+            inner.forget_board_if_unwatched(&mut st, board);
+        }
+        drop(st);
+        self.outbox.drop_view(&(board.clone(), kind));
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let inner = &self.hub.inner;
+        let mut st = inner.lock();
+        let entry = st.sessions.remove(&self.id);
+        if let Some(player) = entry.and_then(|e| e.player) {
+            if let Some(set) = st.players.get_mut(&player) {
+                set.remove(&self.id);
+                if set.is_empty() {
+                    st.players.remove(&player);
+                    inner.channels_changed.notify_one();
+                }
+            }
+        }
+        let boards: Vec<Id> = st
+            .boards
+            .iter_mut()
+            .filter_map(|(id, b)| {
+                let before = b.subs.len();
+                b.subs.retain(|(sid, _), _| *sid != self.id);
+                (b.subs.len() != before).then(|| id.clone())
+            })
+            .collect();
+        for board in boards {
+            inner.forget_board_if_unwatched(&mut st, &board);
+        }
+        if let Some(ip) = self.addr {
+            if let Some(n) = st.conns.get_mut(&ip) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    st.conns.remove(&ip);
+                }
+            }
+        }
+        drop(st);
+        metrics::WS_CONNECTIONS.dec();
+        inner.sessions_changed.notify_waiters();
+    }
+}
+
+impl Inner {
+    /// Drops a board nobody watches any more (its worker and its channel go with it).
+    pub(super) fn forget_board_if_unwatched(&self, st: &mut State, board: &Id) {
+        if st.boards.get(board).is_some_and(|b| b.subs.is_empty()) {
+            if let Some(b) = st.boards.remove(board) {
+                b.wake.notify_one();
+            }
+            self.channels_changed.notify_one();
+        }
+    }
+}

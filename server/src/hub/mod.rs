@@ -1,0 +1,159 @@
+//! The per-instance hub: who is connected, who watches what, and the Redis pub/sub feed.
+//!
+//! One hub per server instance, behind a cloneable [`Hub`] handle whose state is plain maps under
+//! one std `Mutex`, held only for map updates and never across an `.await` (mini-redis's `db.rs`
+//! reasoning): every Redis read happens outside it. Each file has one job:
+//!
+//! | file           | what it decides                                                          |
+//! |----------------|--------------------------------------------------------------------------|
+//! | `mod.rs`       | the handle, the shared state, start and graceful shutdown                |
+//! | `members.rs`   | admission per client address, the session and player registry           |
+//! | `outbox.rs`    | a session's bounded outbound queue (the hub offers, the session writes)  |
+//! | `subscribe.rs` | a new view: register, wait for its channel, read and queue the snapshot  |
+//! | `pubsub.rs`    | the dedicated pub/sub connection and which channels it carries           |
+//! | `events.rs`    | what a board's change event makes dirty                                  |
+//! | `board.rs`     | one watched board's subscriptions and dirty state                        |
+//! | `plan.rs`      | which views a flush recomputes and which reads serve them (pure)         |
+//! | `worker.rs`    | the per-board flush task: coalesce, read, offer                          |
+//! | `render.rs`    | what a view's message says, and the hash that tells whether it changed   |
+//! | `notify.rs`    | `notify` pushes, here and on the other instances                         |
+//!
+//! Ordering: a subscription's messages carry strictly increasing `seq` (anything at or below the
+//! last one sent is dropped). When the pub/sub connection drops and returns, or a read shows
+//! `seq` going backwards (Redis lost its data), every open view gets a fresh snapshot with
+//! `"resync": true` and its ordering restarts from there. The wire format is in
+//! `docs/protocol.md`; the path of an update through these files in `docs/architecture.md`.
+
+mod board;
+mod events;
+mod members;
+mod notify;
+pub mod outbox;
+mod plan;
+mod pubsub;
+mod render;
+mod subscribe;
+mod worker;
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use scorecast_shared::Id;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+
+use crate::config::{Settings, WsSettings};
+use crate::store::Store;
+use board::Board;
+
+pub use members::Member;
+pub use outbox::{Outbox, ViewKey};
+
+pub type SessionId = u64;
+
+/// A cloneable handle to the instance's hub.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    store: Store,
+    client: redis::Client,
+    ws: WsSettings,
+    max_conns_per_addr: u32,
+    /// Wakes the pub/sub task when the wanted channels changed.
+    channels_changed: Notify,
+    /// Wakes subscriptions waiting for their channel to be confirmed.
+    confirmed_changed: Notify,
+    shutdown: watch::Sender<bool>,
+    /// Wakes whoever waits for every session to end (graceful shutdown).
+    sessions_changed: Notify,
+    next_id: AtomicU64,
+    /// This instance's id in `notify` messages.
+    instance: String,
+}
+
+#[derive(Default)]
+struct State {
+    sessions: HashMap<SessionId, SessionEntry>,
+    boards: HashMap<Id, Board>,
+    /// Local sessions of each authenticated player (for `notify`).
+    players: HashMap<Id, HashSet<SessionId>>,
+    /// Channels Redis confirmed on the current pub/sub connection.
+    confirmed: HashSet<String>,
+    conns: HashMap<IpAddr, u32>,
+    next_gen: u64,
+}
+
+struct SessionEntry {
+    outbox: Arc<Outbox>,
+    player: Option<Id>,
+}
+
+impl Hub {
+    /// Creates the hub and starts its pub/sub task (on the current Tokio runtime).
+    pub fn start(redis_url: &str, store: Store, settings: &Settings) -> anyhow::Result<Hub> {
+        let client = redis::Client::open(redis_url)?;
+        let (shutdown, _) = watch::channel(false);
+        let hub = Hub {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State::default()),
+                store,
+                client,
+                ws: settings.ws.clone(),
+                max_conns_per_addr: settings.max_conns_per_addr,
+                channels_changed: Notify::new(),
+                confirmed_changed: Notify::new(),
+                shutdown,
+                sessions_changed: Notify::new(),
+                next_id: AtomicU64::new(1),
+                instance: uuid::Uuid::new_v4().simple().to_string(),
+            }),
+        };
+        tokio::spawn(pubsub::run(hub.inner.clone()));
+        Ok(hub)
+    }
+
+    /// Open sessions on this instance.
+    pub fn sessions(&self) -> usize {
+        self.inner.lock().sessions.len()
+    }
+
+    /// Starts the graceful shutdown of every session: each finishes its in-flight submissions,
+    /// sends their answers and closes with 1001.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
+    }
+
+    /// Resolves when [`Hub::shutdown`] was called.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.inner.shutdown.subscribe()
+    }
+
+    /// Waits (at most `within`) until every session has ended.
+    pub async fn drained(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            let changed = self.inner.sessions_changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.sessions() == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return self.sessions() == 0;
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        crate::sync::lock(&self.state)
+    }
+}

@@ -1,0 +1,319 @@
+//! Which views a flush recomputes, and the fewest reads that serve them. Pure: no lock, no
+//! Redis, no clock — the worker takes the lock, calls [`plan`] and does the reads outside it.
+//!
+//! Each *distinct* read is done once: one `top` read of the largest limit serves every `top`
+//! view, one read per player serves their `me` views, one per (player, radius) their `around`.
+
+use std::collections::HashSet;
+
+use scorecast_shared::{Id, View};
+
+use super::board::{Board, SubKey};
+use crate::store::Read;
+
+/// One read a flush or a snapshot needs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Want {
+    /// The top of the board (as many rows as the largest `top` view shows).
+    Top,
+    Me(Id),
+    Around(Id, u64),
+}
+
+impl Want {
+    /// What `view` of `player` reads; `None` for a player view without a player.
+    pub fn of(view: View, player: Option<&Id>) -> Option<Want> {
+        match (view, player) {
+            (View::Top { .. }, _) => Some(Want::Top),
+            (View::Me, Some(p)) => Some(Want::Me(p.clone())),
+            (View::Around { radius }, Some(p)) => Some(Want::Around(p.clone(), radius.into())),
+            _ => None,
+        }
+    }
+
+    /// The store read (`top_limit` rows for [`Want::Top`]).
+    pub fn read(&self, top_limit: u64) -> Read<'_> {
+        match self {
+            Want::Top => Read::Top {
+                offset: 0,
+                limit: top_limit,
+            },
+            Want::Me(p) => Read::Player(p),
+            Want::Around(p, radius) => Read::Around {
+                player: p,
+                radius: *radius,
+            },
+        }
+    }
+}
+
+/// How many rows a view shows of its read (only `top` views differ).
+pub(super) fn rows(view: View) -> u64 {
+    match view {
+        View::Top { limit } => limit.into(),
+        _ => 0,
+    }
+}
+
+/// One flush: the reads to do and the subscriptions they serve.
+#[derive(Debug)]
+pub(super) struct Plan {
+    pub epoch: u64,
+    pub resync: bool,
+    pub high_seq: u64,
+    pub top_limit: u64,
+    pub reads: Vec<Want>,
+    /// The subscriptions to offer the results to, each with the generation planned for.
+    pub targets: Vec<(SubKey, u64)>,
+}
+
+#[derive(Debug)]
+pub(super) enum Planned {
+    /// The board entry is gone (nobody watches it): the worker ends.
+    Gone,
+    Nothing,
+    Flush(Plan),
+}
+
+/// Sorts and merges rank ranges, so membership is a binary search.
+pub(super) fn merge_ranges(mut r: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    r.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
+    for (lo, hi) in r {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// Whether any merged range meets `[a, b]`.
+pub(super) fn meets(ranges: &[(u64, u64)], a: u64, b: u64) -> bool {
+    // The first range that ends at or after `a`; it meets [a, b] if it starts by `b`.
+    let i = ranges.partition_point(|r| r.1 < a);
+    ranges.get(i).is_some_and(|r| r.0 <= b)
+}
+
+/// Takes the board's dirty state (if the entry is still the one of `epoch`) and decides which
+/// ready views to recompute.
+pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
+    let Some(b) = b.filter(|b| b.epoch == epoch) else {
+        return Planned::Gone;
+    };
+    if !b.dirty.any {
+        return Planned::Nothing;
+    }
+    let d = std::mem::take(&mut b.dirty);
+    let ranges = merge_ranges(d.ranges);
+    let in_ranges = |r: u64| meets(&ranges, r, r);
+    let mut plan = Plan {
+        epoch,
+        resync: d.resync,
+        high_seq: b.high_seq,
+        top_limit: 0,
+        reads: Vec::new(),
+        targets: Vec::new(),
+    };
+    let mut reads = HashSet::new();
+    for (key, sub) in b.subs.iter_mut() {
+        if !sub.ready {
+            continue;
+        }
+        let force = std::mem::take(&mut sub.force) || d.full || d.resync;
+        let mine = sub.player.as_ref().is_some_and(|p| d.players.contains(p));
+        let affected = force
+            || match sub.view {
+                View::Top { limit } => d.total_changed || meets(&ranges, 1, limit.into()),
+                View::Me => {
+                    mine || sub
+                        .player
+                        .as_ref()
+                        .and_then(|p| b.me.get(p))
+                        .and_then(|m| m.rank)
+                        .is_some_and(in_ranges)
+                }
+                // One past the window: a newcomer right below it can shift a window that
+                // sits at the bottom of the board.
+                View::Around { .. } => {
+                    mine || sub
+                        .window
+                        .is_some_and(|(a, z)| meets(&ranges, a, z.saturating_add(1)))
+                }
+            };
+        if !affected {
+            continue;
+        }
+        // Player views always have a player (checked at subscribe).
+        let Some(want) = Want::of(sub.view, sub.player.as_ref()) else {
+            continue;
+        };
+        plan.top_limit = plan.top_limit.max(rows(sub.view));
+        reads.insert(want);
+        plan.targets.push((*key, sub.gen));
+    }
+    if plan.targets.is_empty() {
+        return Planned::Nothing;
+    }
+    plan.reads = reads.into_iter().collect();
+    Planned::Flush(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use scorecast_shared::protocol::ViewKind;
+    use tokio::sync::Notify;
+
+    use super::super::board::{MeState, Sub};
+    use super::super::outbox::Outbox;
+    use super::*;
+
+    fn id(s: &str) -> Id {
+        Id::parse(s).expect("a valid id")
+    }
+
+    /// A board with ready views: session 1 `top 10`, session 2 `me` of alice (rank 50),
+    /// session 3 `around` bob (radius 2, showing ranks 20..=24).
+    fn board() -> Board {
+        let mut b = Board::new(7, Arc::new(Notify::new()));
+        let outbox = Arc::new(Outbox::new(8));
+        let mut add = |sid, view, player: Option<&str>| {
+            let mut s = Sub::new(view, player.map(id), sid, outbox.clone());
+            s.ready = true;
+            b.subs.insert((sid, view.kind()), s);
+        };
+        add(1, View::Top { limit: 10 }, None);
+        add(2, View::Me, Some("alice"));
+        add(3, View::Around { radius: 2 }, Some("bob"));
+        b.subs
+            .get_mut(&(3, ViewKind::Around))
+            .expect("just added")
+            .window = Some((20, 24));
+        b.me.insert(
+            id("alice"),
+            MeState {
+                score: Some(5),
+                rank: Some(50),
+                previous_rank: None,
+            },
+        );
+        b
+    }
+
+    fn flush(b: &mut Board) -> Plan {
+        match plan(Some(b), 7) {
+            Planned::Flush(p) => p,
+            other => panic!("expected a flush, got {other:?}"),
+        }
+    }
+
+    fn sessions(p: &Plan) -> Vec<u64> {
+        let mut s: Vec<u64> = p.targets.iter().map(|((sid, _), _)| *sid).collect();
+        s.sort_unstable();
+        s
+    }
+
+    #[test]
+    fn ranges_merge_and_meet() {
+        let r = merge_ranges(vec![(5, 9), (1, 2), (3, 3), (20, u64::MAX)]);
+        assert_eq!(
+            r,
+            vec![(1, 3), (5, 9), (20, u64::MAX)],
+            "adjacent ranges merge"
+        );
+        assert!(!meets(&r, 4, 4));
+        assert!(meets(&r, 9, 9));
+        assert!(!meets(&r, 10, 19));
+        assert!(meets(&r, 15, 25));
+        assert!(meets(&r, 1_000_000, 1_000_000));
+    }
+
+    #[test]
+    fn nothing_dirty_plans_nothing_and_a_replaced_board_is_gone() {
+        let mut b = board();
+        assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
+        assert!(matches!(plan(Some(&mut b), 8), Planned::Gone));
+        assert!(matches!(plan(None, 7), Planned::Gone));
+    }
+
+    #[test]
+    fn a_move_at_the_top_reaches_only_top_views() {
+        let mut b = board();
+        b.dirty.any = true;
+        b.dirty.ranges = vec![(3, 5)];
+        b.dirty.players.insert(id("carol"));
+        let p = flush(&mut b);
+        assert_eq!(sessions(&p), [1]);
+        assert_eq!((p.reads.clone(), p.top_limit), (vec![Want::Top], 10));
+        assert!(!b.dirty.any, "the plan took the dirty state");
+    }
+
+    #[test]
+    fn a_move_through_a_players_rank_or_window_reaches_their_views() {
+        let mut b = board();
+        b.dirty.any = true;
+        // 45..=60 crosses alice's rank 50; 25 is one past bob's window (a newcomer below it).
+        b.dirty.ranges = vec![(45, 60), (25, 25)];
+        let p = flush(&mut b);
+        assert_eq!(sessions(&p), [2, 3]);
+        let reads: HashSet<Want> = p.reads.into_iter().collect();
+        assert_eq!(
+            reads,
+            HashSet::from([Want::Me(id("alice")), Want::Around(id("bob"), 2)])
+        );
+        assert_eq!(p.top_limit, 0, "no top read");
+    }
+
+    #[test]
+    fn a_players_own_change_reaches_their_views_and_a_join_reaches_top() {
+        let mut b = board();
+        b.dirty.any = true;
+        b.dirty.players.insert(id("bob"));
+        b.dirty.ranges = vec![(500, u64::MAX)];
+        b.dirty.total_changed = true;
+        assert_eq!(sessions(&flush(&mut b)), [1, 3]);
+    }
+
+    #[test]
+    fn full_and_resync_reach_every_ready_view_but_not_one_still_subscribing() {
+        let mut b = board();
+        b.subs
+            .get_mut(&(1, ViewKind::Top))
+            .expect("in the fixture")
+            .ready = false;
+        b.dirty.any = true;
+        b.dirty.resync = true;
+        let p = flush(&mut b);
+        assert!(p.resync);
+        assert_eq!(sessions(&p), [2, 3]);
+    }
+
+    #[test]
+    fn a_forced_view_is_recomputed_once() {
+        let mut b = board();
+        b.subs
+            .get_mut(&(2, ViewKind::Me))
+            .expect("in the fixture")
+            .force = true;
+        b.dirty.any = true;
+        assert_eq!(sessions(&flush(&mut b)), [2]);
+        b.dirty.any = true;
+        assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
+    }
+
+    #[test]
+    fn top_reads_the_largest_limit_once() {
+        let mut b = board();
+        let outbox = Arc::new(Outbox::new(8));
+        let mut s = Sub::new(View::Top { limit: 50 }, None, 4, outbox);
+        s.ready = true;
+        b.subs.insert((4, ViewKind::Top), s);
+        b.dirty.any = true;
+        b.dirty.full = true;
+        let p = flush(&mut b);
+        assert_eq!(p.top_limit, 50);
+        assert_eq!(p.reads.iter().filter(|w| **w == Want::Top).count(), 1);
+    }
+}

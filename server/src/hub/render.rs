@@ -1,0 +1,199 @@
+//! What a view's message says. Each message is rendered once per flush and the same bytes are
+//! offered to every subscriber of that view; its content hash (the message without `board`,
+//! `seq` and `resync`) tells whether a view changed since it was last sent.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use bytestring::ByteString;
+use scorecast_shared::{Id, ServerMsg};
+
+use super::board::MeState;
+use super::plan::Want;
+use crate::store::Page;
+
+/// A view's message, ready to send.
+pub(super) struct Built {
+    /// The hash of the content.
+    pub hash: u64,
+    pub text: ByteString,
+    pub seq: u64,
+    /// `around`: the ranks it shows.
+    pub window: Option<(u64, u64)>,
+}
+
+/// Renders what `want` read into the message of one view (`rows` rows of a `top` read); a `me`
+/// view also updates the player's remembered standing in `me`.
+pub(super) fn render(
+    board: &Id,
+    want: &Want,
+    rows: u64,
+    page: &Page,
+    me: &mut HashMap<Id, MeState>,
+    resync: bool,
+) -> Built {
+    let season = page.season.clone();
+    let (content, window) = match want {
+        Want::Top => {
+            let n = (rows as usize).min(page.entries.len());
+            let msg = ServerMsg::Top {
+                board: String::new(),
+                season,
+                total: page.total,
+                entries: page.entries[..n].to_vec(),
+                seq: 0,
+                resync: false,
+            };
+            (msg, None)
+        }
+        Want::Me(player) => {
+            let e = page.entries.first();
+            let (score, rank) = (e.map(|e| e.score), e.map(|e| e.rank));
+            let st = me.entry(player.clone()).or_default();
+            if (st.score, st.rank) != (score, rank) {
+                *st = MeState {
+                    score,
+                    rank,
+                    previous_rank: st.rank,
+                };
+            }
+            let msg = ServerMsg::Rank {
+                board: String::new(),
+                season,
+                player: player.to_string(),
+                score,
+                rank,
+                previous_rank: st.previous_rank,
+                seq: 0,
+                resync: false,
+            };
+            (msg, None)
+        }
+        Want::Around(..) => {
+            let window = match (page.entries.first(), page.entries.last()) {
+                (Some(a), Some(b)) => Some((a.rank, b.rank)),
+                _ => None,
+            };
+            let msg = ServerMsg::Around {
+                board: String::new(),
+                season,
+                entries: page.entries.clone(),
+                seq: 0,
+                resync: false,
+            };
+            (msg, window)
+        }
+    };
+    let mut h = DefaultHasher::new();
+    content.to_json().hash(&mut h);
+    Built {
+        hash: h.finish(),
+        text: addressed(content, board, page.seq, resync).to_json().into(),
+        seq: page.seq,
+        window,
+    }
+}
+
+/// Fills in what the content hash leaves out.
+fn addressed(mut msg: ServerMsg, board_id: &Id, at: u64, again: bool) -> ServerMsg {
+    match &mut msg {
+        ServerMsg::Top {
+            board, seq, resync, ..
+        }
+        | ServerMsg::Rank {
+            board, seq, resync, ..
+        }
+        | ServerMsg::Around {
+            board, seq, resync, ..
+        } => {
+            *board = board_id.to_string();
+            *seq = at;
+            *resync = again;
+        }
+        _ => {}
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use scorecast_shared::Entry;
+
+    use super::*;
+
+    fn id(s: &str) -> Id {
+        Id::parse(s).expect("a valid id")
+    }
+
+    fn page(seq: u64, entries: Vec<Entry>) -> Page {
+        Page {
+            season: "all".into(),
+            start_ms: 0,
+            total: entries.len() as u64,
+            seq,
+            entries,
+        }
+    }
+
+    fn entry(player: &str, score: i64, rank: u64) -> Entry {
+        Entry {
+            player: player.into(),
+            score,
+            rank,
+            name: None,
+            reached_ms: None,
+        }
+    }
+
+    #[test]
+    fn the_hash_ignores_seq_and_resync_but_not_content() {
+        let (b, mut me) = (id("b"), HashMap::new());
+        let rows = vec![entry("a", 9, 1), entry("c", 5, 2)];
+        let one = render(&b, &Want::Top, 10, &page(1, rows.clone()), &mut me, false);
+        let two = render(&b, &Want::Top, 10, &page(2, rows.clone()), &mut me, true);
+        assert_eq!(one.hash, two.hash);
+        assert_ne!(one.text, two.text);
+        let fewer = render(&b, &Want::Top, 1, &page(2, rows), &mut me, false);
+        assert_ne!(one.hash, fewer.hash, "a top 1 shows less than a top 10");
+        let msg = ServerMsg::parse(&two.text).expect("valid JSON");
+        assert!(
+            matches!(msg, ServerMsg::Top { board, seq: 2, resync: true, entries, .. } if board == "b" && entries.len() == 2)
+        );
+    }
+
+    #[test]
+    fn me_remembers_the_previous_rank_and_around_its_window() {
+        let (b, mut me) = (id("b"), HashMap::new());
+        let alice = Want::Me(id("alice"));
+        render(
+            &b,
+            &alice,
+            0,
+            &page(1, vec![entry("alice", 5, 4)]),
+            &mut me,
+            false,
+        );
+        let moved = render(
+            &b,
+            &alice,
+            0,
+            &page(2, vec![entry("alice", 9, 2)]),
+            &mut me,
+            false,
+        );
+        let msg = ServerMsg::parse(&moved.text).expect("valid JSON");
+        assert!(matches!(
+            msg,
+            ServerMsg::Rank {
+                rank: Some(2),
+                previous_rank: Some(4),
+                ..
+            }
+        ));
+        let around = Want::Around(id("alice"), 1);
+        let rows = vec![entry("x", 10, 1), entry("alice", 9, 2), entry("y", 1, 3)];
+        let built = render(&b, &around, 0, &page(2, rows), &mut me, false);
+        assert_eq!(built.window, Some((1, 3)));
+    }
+}

@@ -1,0 +1,121 @@
+//! The per-board flush task. An event marks the board dirty and wakes its worker; the worker
+//! waits out the coalescing window (at most one flush per `coalesce_ms`, so at most one message
+//! per view per window, always the latest state), plans under the lock, reads outside it, and
+//! offers the rendered messages under the lock again. Offering never awaits a socket.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::try_join_all;
+use scorecast_shared::Id;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::board::Board;
+use super::plan::{self, Plan, Planned, Want};
+use super::render::{render, Built};
+use super::Inner;
+use crate::error::AppResult;
+use crate::store::Page;
+
+/// A flush whose reads failed (Redis down) is retried after this.
+const FLUSH_RETRY: Duration = Duration::from_millis(250);
+
+/// Flushes one board's views, at most once per coalescing window, until the board entry of
+/// `epoch` is gone.
+pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Notify>) {
+    let coalesce = Duration::from_millis(inner.ws.coalesce_ms);
+    let mut last_flush: Option<Instant> = None;
+    loop {
+        wake.notified().await;
+        if let Some(t) = last_flush {
+            tokio::time::sleep_until(t + coalesce).await;
+        }
+        let plan = match plan::plan(inner.lock().boards.get_mut(&board), epoch) {
+            Planned::Gone => return,
+            Planned::Nothing => continue,
+            Planned::Flush(p) => p,
+        };
+        last_flush = Some(Instant::now());
+        match inner.read_plan(&board, &plan).await {
+            Ok(pages) => inner.offer(&board, plan, pages),
+            Err(e) => {
+                tracing::debug!(%board, error = %e, "view flush failed; retrying");
+                inner.mark_dirty_again(&board, &plan);
+                tokio::time::sleep(FLUSH_RETRY).await;
+                wake.notify_one();
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Does the plan's reads, concurrently.
+    async fn read_plan(&self, board: &Id, plan: &Plan) -> AppResult<HashMap<Want, Page>> {
+        let store = &self.store;
+        let pages = try_join_all(plan.reads.iter().map(|want| async move {
+            let page = store.read(board, None, want.read(plan.top_limit)).await?;
+            AppResult::Ok((want.clone(), page))
+        }))
+        .await?;
+        Ok(pages.into_iter().collect())
+    }
+
+    /// Offers the flush's messages to the subscriptions it was planned for.
+    fn offer(&self, board: &Id, plan: Plan, pages: HashMap<Want, Page>) {
+        let mut st = self.lock();
+        let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == plan.epoch) else {
+            return;
+        };
+        let (lowest, highest) = pages
+            .values()
+            .map(|p| p.seq)
+            .fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
+        if !plan.resync && lowest < plan.high_seq {
+            tracing::warn!(%board, seq = lowest, known = plan.high_seq, "seq went backwards: Redis lost its data; resyncing");
+            b.mark_resync();
+            return;
+        }
+        b.high_seq = b.high_seq.max(highest);
+        if let Some(p) = pages.values().next() {
+            b.season = Some(p.season.clone());
+        }
+        let mut built: HashMap<(Want, u64), Built> = HashMap::new();
+        let Board { subs, me, .. } = b;
+        for (key, gen) in plan.targets {
+            let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
+                continue;
+            };
+            let Some(want) = Want::of(sub.view, sub.player.as_ref()) else {
+                continue;
+            };
+            let Some(page) = pages.get(&want) else {
+                continue;
+            };
+            let rows = plan::rows(sub.view);
+            let msg = built
+                .entry((want, rows))
+                .or_insert_with_key(|(want, rows)| {
+                    render(board, want, *rows, page, me, plan.resync)
+                });
+            sub.window = msg.window.or(sub.window);
+            if plan.resync || (sub.last_hash != Some(msg.hash) && msg.seq > sub.last_seq) {
+                sub.last_seq = msg.seq;
+                sub.last_hash = Some(msg.hash);
+                sub.outbox
+                    .offer_view(&(board.clone(), key.1), msg.text.clone());
+            }
+        }
+    }
+
+    /// A flush failed: its views are to be recomputed at the next one.
+    fn mark_dirty_again(&self, board: &Id, plan: &Plan) {
+        let mut st = self.lock();
+        if let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == plan.epoch) {
+            b.dirty.any = true;
+            b.dirty.full = true;
+            b.dirty.resync |= plan.resync;
+        }
+    }
+}

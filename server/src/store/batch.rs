@@ -1,0 +1,186 @@
+//! Group commit of submissions (`docs/architecture.md`, "The path of a submission"): one task per
+//! board with submissions in flight applies every submission that arrived while its previous
+//! `lua/submit.lua` call was running in the next call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use redis::aio::ConnectionManager;
+use redis::Value;
+use scorecast_shared::{ErrorCode, Id, Op};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{opt_rank, Accepted, Store, Submission};
+use crate::clock::Clock;
+use crate::error::{AppError, AppResult};
+use crate::{keys, reply, scripts};
+
+pub(super) type Batchers = Arc<Mutex<HashMap<Id, mpsc::UnboundedSender<Pending>>>>;
+
+/// A board's batcher stops after this long without submissions (the next one starts it again).
+pub const BATCHER_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A submission waiting for its batch, and where its result goes.
+type Pending = (Submission, oneshot::Sender<AppResult<Accepted>>);
+
+/// The most submissions one script call applies.
+const MAX_BATCH: usize = 128;
+
+impl Store {
+    /// Applies one submission atomically: dedup, limiter, op, tie-break, seq, audit log,
+    /// event (`lua/submit.lua`).
+    ///
+    /// Group commit: submissions to one board queue up while that board's previous script call
+    /// is in flight, and go together in the next call — one round trip and one event for the
+    /// lot, each with its own result. With no load, a batch is one submission.
+    pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
+        let (tx, rx) = oneshot::channel();
+        let gone = || {
+            AppError::new(
+                ErrorCode::Unavailable,
+                "the submission queue stopped; retry with the same id",
+            )
+        };
+        let mut pending = (s.clone(), tx);
+        // A batcher that has just retired (idle) refuses the send: the second try starts a
+        // fresh one.
+        for _ in 0..2 {
+            match self.batcher(&s.board).send(pending) {
+                Ok(()) => return rx.await.map_err(|_| gone())?,
+                Err(mpsc::error::SendError(p)) => pending = p,
+            }
+        }
+        Err(gone())
+    }
+
+    fn batcher(&self, board: &Id) -> mpsc::UnboundedSender<Pending> {
+        let mut map = crate::sync::lock(&self.batchers);
+        if let Some(tx) = map.get(board).filter(|tx| !tx.is_closed()) {
+            return tx.clone();
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run_batches(
+            self.conn.clone(),
+            self.clock.clone(),
+            board.clone(),
+            rx,
+            self.batchers.clone(),
+            self.batcher_idle,
+        ));
+        map.insert(board.clone(), tx.clone());
+        tx
+    }
+}
+
+/// Applies a board's queued submissions, as many as are waiting (up to [`MAX_BATCH`]) per
+/// script call, until every sender is gone.
+async fn run_batches(
+    mut conn: ConnectionManager,
+    clock: Clock,
+    board: Id,
+    mut rx: mpsc::UnboundedReceiver<Pending>,
+    batchers: Batchers,
+    idle: std::time::Duration,
+) {
+    let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
+    let mut retiring = false;
+    loop {
+        let first = if retiring {
+            // Closed: apply what was sent before the close, then stop.
+            match rx.try_recv() {
+                Ok(p) => p,
+                Err(_) => return,
+            }
+        } else {
+            match tokio::time::timeout(idle, rx.recv()).await {
+                Ok(Some(p)) => p,
+                Ok(None) => return,
+                Err(_) => {
+                    // Idle: retire, so that boards nobody submits to (or that do not exist)
+                    // hold no task and no map entry.
+                    let mut map = crate::sync::lock(&batchers);
+                    rx.close();
+                    if map.get(&board).is_some_and(|tx| tx.is_closed()) {
+                        map.remove(&board);
+                    }
+                    retiring = true;
+                    continue;
+                }
+            }
+        };
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        match apply_batch(&mut conn, &clock, &board, &batch).await {
+            Ok(results) => {
+                for ((_, tx), r) in batch.drain(..).zip(results) {
+                    let _ = tx.send(r);
+                }
+            }
+            Err(e) => {
+                for (_, tx) in batch.drain(..) {
+                    let _ = tx.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+async fn apply_batch(
+    conn: &mut ConnectionManager,
+    clock: &Clock,
+    board: &Id,
+    batch: &[Pending],
+) -> AppResult<Vec<AppResult<Accepted>>> {
+    let mut inv = scripts::SUBMIT.key(keys::config(board));
+    inv.arg(clock.arg());
+    for (s, _) in batch {
+        let op = s.op.map(|op| match op {
+            Op::Incr => "incr",
+            Op::Best => "best",
+            Op::Set => "set",
+        });
+        inv.arg(s.player.as_str())
+            .arg(s.id.as_str())
+            .arg(s.points)
+            .arg(op.unwrap_or(""))
+            .arg(s.name.as_deref().unwrap_or(""))
+            .arg(uuid::Uuid::new_v4().simple().to_string())
+            .arg(if s.skip_limit { "1" } else { "" });
+    }
+    let reply: Value = inv.invoke_async(conn).await?;
+    let Value::Array(items) = reply else {
+        return Err(reply::bad("submit batch"));
+    };
+    if items.len() != batch.len() {
+        return Err(reply::bad("submit batch length"));
+    }
+    Ok(items
+        .into_iter()
+        .map(|item| {
+            let r = reply::ok(item)?;
+            let n = |i: usize| {
+                r.get(i)
+                    .and_then(reply::int)
+                    .ok_or_else(|| reply::bad("submit field"))
+            };
+            Ok(Accepted {
+                board: board.to_string(),
+                season: r
+                    .first()
+                    .and_then(reply::text)
+                    .ok_or_else(|| reply::bad("season"))?,
+                score: n(1)?,
+                rank: n(2)? as u64,
+                previous_rank: opt_rank(n(3)?),
+                seq: n(4)? as u64,
+                duplicate: n(5)? == 1,
+                reached_ms: Some(n(6)?).filter(|t| *t >= 0),
+            })
+        })
+        .collect())
+}

@@ -1,0 +1,238 @@
+//! What a session says: the client messages of protocol v1 (`hello`, `submit`, `subscribe`,
+//! `unsubscribe`, `ping`) and their answers. Work that waits for Redis (a submission, a
+//! subscription's snapshot) comes back as an [`InFlight`] future the loop polls, so the session
+//! goes on serving its client meanwhile. The wire format is in `docs/protocol.md`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use actix_ws::Message;
+use scorecast_shared::protocol::{ParseError, ViewKind};
+use scorecast_shared::{ClientMsg, ErrorCode, Id, ServerMsg, View, PROTOCOL_VERSION};
+
+use crate::auth::Player;
+use crate::hub::{Member, ViewKey};
+use crate::state::AppState;
+use crate::store::Submission;
+
+fn text(msg: &ServerMsg) -> Message {
+    Message::Text(msg.to_json().into())
+}
+
+/// Work a frame started that the session does not wait for: a submission (answered by `ack` or
+/// `rejected`) or a subscription (its snapshot goes straight to the outbox).
+pub(super) type InFlight = Pin<Box<dyn Future<Output = Finished>>>;
+
+/// How such work ended.
+pub(super) enum Finished {
+    Reply(ServerMsg),
+    Subscribed,
+    /// The subscription failed: nothing stays subscribed. `attempt` tells whether a later
+    /// subscribe of the same view has replaced this one meanwhile.
+    SubscribeFailed {
+        key: ViewKey,
+        attempt: u64,
+        error: ServerMsg,
+    },
+}
+
+/// The session's protocol state (the loop's plumbing lives in [`super::run`]).
+pub(super) struct Session {
+    state: Arc<AppState>,
+    member: Member,
+    player: Option<Player>,
+    /// The session's views (those being set up included), each with the number of the
+    /// subscribe that set it up.
+    views: HashMap<ViewKey, u64>,
+    attempts: u64,
+}
+
+fn now_s() -> u64 {
+    chrono::Utc::now().timestamp().max(0) as u64
+}
+
+impl Session {
+    pub fn new(state: Arc<AppState>, member: Member) -> Session {
+        Session {
+            state,
+            member,
+            player: None,
+            views: HashMap::new(),
+            attempts: 0,
+        }
+    }
+
+    pub fn member(&self) -> &Member {
+        &self.member
+    }
+
+    pub fn push(&self, msg: &ServerMsg) {
+        self.member.outbox().push(text(msg));
+    }
+
+    pub fn error(&self, code: ErrorCode, message: impl Into<String>) {
+        self.push(&ServerMsg::error(code, message));
+    }
+
+    pub fn welcome(&self) {
+        self.push(&ServerMsg::Welcome {
+            protocol: PROTOCOL_VERSION,
+            player: self.player.as_ref().map(|p| p.id.to_string()),
+            server_time_ms: self.state.store.clock().now_ms(),
+        });
+    }
+
+    /// Handles one text frame; a submission comes back as a future answering it.
+    pub fn on_text(&mut self, frame: &str) -> Option<InFlight> {
+        match ClientMsg::parse(frame) {
+            Err(ParseError::Frame { code, message }) => self.error(code, message),
+            Err(ParseError::Submit { id, code, message }) => self.push(&ServerMsg::Rejected {
+                id,
+                code,
+                message,
+                retry_after_ms: None,
+            }),
+            Ok(ClientMsg::Hello { token }) => self.hello(&token),
+            Ok(ClientMsg::Submit { id, board, points }) => return self.submit(id, board, points),
+            Ok(ClientMsg::Subscribe { board, view }) => return self.subscribe(board, view),
+            Ok(ClientMsg::Unsubscribe { board, view }) => self.unsubscribe(board, view),
+            Ok(ClientMsg::Ping) => self.push(&ServerMsg::Pong),
+        }
+        None
+    }
+
+    fn hello(&mut self, token: &str) {
+        match self.state.tokens.verify(token) {
+            Err(e) => self.error(ErrorCode::Unauthorized, e.message),
+            Ok(p) => match &self.player {
+                Some(cur) if cur.id != p.id => self.error(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "this session belongs to {}; open another connection for {}",
+                        cur.id, p.id
+                    ),
+                ),
+                _ => {
+                    self.member.set_player(&p.id);
+                    self.player = Some(p);
+                    self.welcome();
+                }
+            },
+        }
+    }
+
+    fn submit(&mut self, id: Id, board: Id, points: i64) -> Option<InFlight> {
+        let rejected = |code, message: &str| ServerMsg::Rejected {
+            id: Some(id.to_string()),
+            code,
+            message: message.to_owned(),
+            retry_after_ms: None,
+        };
+        let player = match &self.player {
+            None => {
+                self.push(&rejected(
+                    ErrorCode::Unauthorized,
+                    "spectators cannot submit: send hello with a player token first",
+                ));
+                return None;
+            }
+            Some(p) if p.expired(now_s()) => {
+                self.push(&rejected(
+                    ErrorCode::Unauthorized,
+                    "the token has expired: send hello with a fresh one",
+                ));
+                return None;
+            }
+            Some(p) => p,
+        };
+        let sub = Submission {
+            board,
+            player: player.id.clone(),
+            id,
+            points,
+            op: None,
+            name: player.name.clone(),
+            skip_limit: false,
+        };
+        let state = self.state.clone();
+        Some(Box::pin(async move {
+            Finished::Reply(match state.submit(&sub).await {
+                Ok(a) => ServerMsg::Ack {
+                    id: sub.id.into_string(),
+                    board: a.board,
+                    season: a.season,
+                    score: a.score,
+                    rank: a.rank,
+                    previous_rank: a.previous_rank,
+                    duplicate: a.duplicate,
+                },
+                Err(e) => ServerMsg::Rejected {
+                    id: Some(sub.id.into_string()),
+                    code: e.code,
+                    retry_after_ms: e.retry_after_ms(),
+                    message: e.message,
+                },
+            })
+        }))
+    }
+
+    fn subscribe(&mut self, board: Id, view: View) -> Option<InFlight> {
+        let key = (board.clone(), view.kind());
+        if view.kind().needs_player() && self.player.is_none() {
+            self.error(
+                ErrorCode::Unauthorized,
+                "the me and around views need a player: send hello first",
+            );
+            return None;
+        }
+        let max = self.state.settings.ws.max_views_per_session;
+        if !self.views.contains_key(&key) && self.views.len() >= max {
+            self.error(
+                ErrorCode::BadRequest,
+                format!("at most {max} views per session; unsubscribe one first"),
+            );
+            return None;
+        }
+        self.attempts += 1;
+        let attempt = self.attempts;
+        // Counted at once, so subscribes still being set up count against the limit too.
+        self.views.insert(key.clone(), attempt);
+        let player = self.player.as_ref().map(|p| p.id.clone());
+        let subscribing = self.member.subscribe(board, view, player);
+        Some(Box::pin(async move {
+            match subscribing.await {
+                Ok(()) => Finished::Subscribed,
+                Err(e) => Finished::SubscribeFailed {
+                    key,
+                    attempt,
+                    error: ServerMsg::error(e.code, e.message),
+                },
+            }
+        }))
+    }
+
+    /// Takes note of finished work.
+    pub fn finished(&mut self, done: Finished) {
+        match done {
+            Finished::Reply(msg) => self.push(&msg),
+            Finished::Subscribed => {}
+            Finished::SubscribeFailed {
+                key,
+                attempt,
+                error,
+            } => {
+                if self.views.get(&key) == Some(&attempt) {
+                    self.views.remove(&key);
+                }
+                self.push(&error);
+            }
+        }
+    }
+
+    fn unsubscribe(&mut self, board: Id, kind: ViewKind) {
+        self.member.unsubscribe(&board, kind);
+        self.views.remove(&(board, kind));
+    }
+}

@@ -1,0 +1,91 @@
+//! Slow-client detection. A client is too slow (closed with 1008) when its outbound queue stays
+//! full for `slow_client_ms`, or when messages wait that long with nothing written to the
+//! socket: a client that stops reading stalls the socket long before its queue fills, because
+//! view updates replace each other.
+//!
+//! The check runs on a coarse tick, and only while there is something to suspect: a timer
+//! re-armed on every pass of a busy loop would cost more than the check.
+
+use std::time::Duration;
+
+use actix_ws::CloseCode;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
+
+use super::{close, Exit};
+use crate::hub::{Outbox, SessionId};
+
+/// A slow client is closed between `slow_client_ms` and 1.25 × `slow_client_ms` after it fell
+/// behind: the check runs four times per window.
+const CHECKS_PER_WINDOW: f64 = 4.0;
+const MIN_CHECK: Duration = Duration::from_millis(10);
+
+pub(super) struct SlowClient {
+    limit: Duration,
+    /// Since when messages have been waiting with nothing written to the socket.
+    stalled_since: Option<Instant>,
+    check: Interval,
+}
+
+impl SlowClient {
+    pub fn new(limit: Duration) -> SlowClient {
+        let mut check = tokio::time::interval(limit.div_f64(CHECKS_PER_WINDOW).max(MIN_CHECK));
+        check.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        SlowClient {
+            limit,
+            stalled_since: None,
+            check,
+        }
+    }
+
+    /// Notes whether messages are waiting; returns that they are.
+    pub fn observe(&mut self, outbox: &Outbox) -> bool {
+        let pending = !outbox.is_empty();
+        if !pending {
+            self.stalled_since = None;
+        } else if self.stalled_since.is_none() {
+            self.stalled_since = Some(Instant::now());
+        }
+        pending
+    }
+
+    /// A message went out: whatever still waits, waits from now.
+    pub fn progressed(&mut self) {
+        self.stalled_since = None;
+    }
+
+    /// Whether the check is worth running.
+    pub fn suspect(&self, outbox: &Outbox) -> bool {
+        self.stalled_since.is_some() || outbox.full_since().is_some()
+    }
+
+    /// The next check's tick.
+    pub async fn tick(&mut self) {
+        self.check.tick().await;
+    }
+
+    /// How the session ends if the client is too slow.
+    pub fn verdict(&self, outbox: &Outbox, session: SessionId) -> Option<Exit> {
+        if outbox
+            .full_since()
+            .is_some_and(|t| t.elapsed() >= self.limit)
+        {
+            tracing::info!(session, "closing a client that cannot keep up (1008)");
+            return Some(close(
+                CloseCode::Policy,
+                "too slow: the outbound queue stayed full",
+            ));
+        }
+        if self
+            .stalled_since
+            .is_some_and(|t| t.elapsed() >= self.limit)
+            && !outbox.is_empty()
+        {
+            tracing::info!(session, "closing a client that stopped reading (1008)");
+            return Some(close(
+                CloseCode::Policy,
+                "too slow: the socket took nothing for slow_client_ms",
+            ));
+        }
+        None
+    }
+}
