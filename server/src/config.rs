@@ -83,6 +83,13 @@ pub struct WsSettings {
     /// Coalescing window of view pushes.
     pub coalesce_ms: u64,
     pub max_frame_bytes: usize,
+    /// SO_SNDBUF of each WebSocket's TCP socket (the kernel doubles it): what a client that
+    /// stops reading can pin in kernel memory before it is detected and closed.
+    pub send_buffer_bytes: usize,
+    /// Messages a connection may send per second, any type (bursts up to twice that); beyond,
+    /// they are answered `rate_limited`, and a client that keeps going is closed with 1008.
+    /// 0 = no limit (a load test).
+    pub max_messages_per_sec: u32,
 }
 
 impl Default for WsSettings {
@@ -95,6 +102,8 @@ impl Default for WsSettings {
             max_views_per_session: 16,
             coalesce_ms: 50,
             max_frame_bytes: 16 * 1024,
+            send_buffer_bytes: 32 * 1024,
+            max_messages_per_sec: 50,
         }
     }
 }

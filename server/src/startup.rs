@@ -169,6 +169,9 @@ impl Application {
                 .service(actix_files::Files::new("/", &web_dir))
         })
         .shutdown_timeout(10)
+        // A duplicate of each connection's descriptor, so a WebSocket session can bound its
+        // kernel send buffer and end a stalled client for real (`ws/conn.rs`).
+        .on_connect(crate::ws::conn::Conn::on_connect)
         .listen(listener)?
         .run();
         Ok(Application {

@@ -325,6 +325,9 @@ pub enum ServerMsg {
     Error {
         code: ErrorCode,
         message: String,
+        /// With `rate_limited`: when the connection may send again.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
     },
 }
 
@@ -333,6 +336,7 @@ impl ServerMsg {
         ServerMsg::Error {
             code,
             message: message.into(),
+            retry_after_ms: None,
         }
     }
 

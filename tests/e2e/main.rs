@@ -7,3 +7,4 @@ mod packing;
 mod queues;
 mod seasons_jobs;
 mod ws;
+mod ws_limits;

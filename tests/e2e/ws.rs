@@ -328,9 +328,19 @@ async fn never_reading_client_is_closed(outbound_queue: Option<usize>) {
         .await;
         assert!(t.elapsed() < PUSH_WITHIN);
     }
-    // The server closed the slow session while the client was not reading; once it reads, the
-    // close frame that follows the backlog says why.
-    assert_eq!(slow.expect_close(Duration::from_secs(10)).await, Some(1008));
+    // The server aborted the slow connection while the client was not reading: reading now, the
+    // client finds it closed — with 1008 when the close frame got through, reset otherwise (the
+    // frame is best effort to a client that does not read) — never still open.
+    let end = loop {
+        match slow.next_within(Duration::from_secs(10)).await {
+            Some(Incoming::Json(_)) => continue,
+            other => break other,
+        }
+    };
+    assert!(
+        matches!(end, Some(Incoming::Closed(Some(1008) | None))),
+        "{end:?}"
+    );
     // And the fast client is still served.
     app.score("b0", "marker", 1).await;
     fast.recv_until(PUSH_WITHIN, |v| {

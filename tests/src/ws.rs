@@ -62,6 +62,14 @@ impl WsClient {
         Ok(WsClient { ws })
     }
 
+    /// The client side's TCP port (to find this connection in `/proc/net/tcp`).
+    pub fn local_port(&self) -> u16 {
+        match self.ws.get_ref() {
+            MaybeTlsStream::Plain(s) => s.local_addr().expect("local addr").port(),
+            _ => panic!("only plain TCP in tests"),
+        }
+    }
+
     /// Connects over a socket with a tiny receive buffer, so that not reading from it quickly
     /// backs up into the server (loopback buffers would otherwise absorb megabytes).
     pub async fn connect_small_buffer(url: &str, port: u16, rcvbuf: u32) -> WsClient {

@@ -13,13 +13,31 @@ use super::{Hub, Inner, SessionEntry, SessionId, State};
 use crate::error::{AppError, AppResult};
 use crate::metrics;
 
-/// A connected session's membership in the hub. Dropping it removes the session, its views and
-/// its connection slot.
+/// A connected session's membership in the hub. Dropping it removes the session and its views
+/// (and its address slot, unless the slot was taken to live as long as the TCP connection).
 pub struct Member {
     hub: Hub,
     id: SessionId,
-    addr: Option<IpAddr>,
+    slot: Option<AddrSlot>,
     outbox: Arc<Outbox>,
+}
+
+/// One connection counted against its client address's cap; dropping it frees the place.
+pub struct AddrSlot {
+    hub: Hub,
+    ip: IpAddr,
+}
+
+impl Drop for AddrSlot {
+    fn drop(&mut self) {
+        let mut st = self.hub.inner.lock();
+        if let Some(n) = st.conns.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                st.conns.remove(&self.ip);
+            }
+        }
+    }
 }
 
 impl Hub {
@@ -40,6 +58,11 @@ impl Hub {
             }
             *n += 1;
         }
+        // Made only once counted, and dropped only after the lock is released.
+        let slot = addr.map(|ip| AddrSlot {
+            hub: self.clone(),
+            ip,
+        });
         let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         let outbox = Arc::new(Outbox::new(inner.ws.outbound_queue));
         st.sessions.insert(
@@ -54,7 +77,7 @@ impl Hub {
         Ok(Member {
             hub: self.clone(),
             id,
-            addr,
+            slot,
             outbox,
         })
     }
@@ -71,6 +94,12 @@ impl Member {
 
     pub fn hub(&self) -> &Hub {
         &self.hub
+    }
+
+    /// The connection's place under the per-address cap, for the caller to keep until the TCP
+    /// connection is really gone (a session can end long before its socket does).
+    pub fn take_slot(&mut self) -> Option<AddrSlot> {
+        self.slot.take()
     }
 
     /// Records the session's player (after a successful `hello`), for `notify`.
@@ -143,14 +172,6 @@ impl Drop for Member {
             .collect();
         for board in boards {
             inner.forget_board_if_unwatched(&mut st, &board);
-        }
-        if let Some(ip) = self.addr {
-            if let Some(n) = st.conns.get_mut(&ip) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    st.conns.remove(&ip);
-                }
-            }
         }
         drop(st);
         metrics::WS_CONNECTIONS.dec();

@@ -49,7 +49,7 @@ use crate::config::{Settings, WsSettings};
 use crate::store::Store;
 use board::Board;
 
-pub use members::Member;
+pub use members::{AddrSlot, Member};
 pub use outbox::{Outbox, ViewKey};
 
 pub type SessionId = u64;

@@ -1,10 +1,11 @@
 //! WebSocket protocol v1 at `GET /ws` (the wire format: `docs/protocol.md`).
 //!
 //! The route only checks the upgrade (Origin allow-list, connections per client address), does
-//! the handshake and spawns the session; `session` is the per-connection select loop. The
+//! the handshake, bounds the socket's kernel buffer (`conn`) and spawns the session; `session` is the per-connection select loop. The
 //! per-instance owner of subscriptions and of the Redis pub/sub feed is [`crate::hub`], whose
 //! bounded per-session outbox sits between the two.
 
+pub mod conn;
 pub mod session;
 
 use std::net::SocketAddr;
@@ -82,14 +83,26 @@ async fn upgrade(
         )
         .into());
     }
-    let member = st.hub.admit(req.peer_addr().map(|a| a.ip()))?;
+    let mut member = st.hub.admit(req.peer_addr().map(|a| a.ip()))?;
     let (res, socket, frames) = actix_ws::handle(&req, body)?;
+    // The address slot lives as long as the TCP connection, not only the session: a client
+    // closed for being slow counts against the cap until its socket is really gone.
+    let conn = match req.conn_data::<conn::Conn>() {
+        Some(c) => {
+            if let Some(slot) = member.take_slot() {
+                c.hold(slot);
+            }
+            c.handle()
+        }
+        None => conn::ConnHandle::default(),
+    };
+    conn.limit_send_buffer(st.settings.ws.send_buffer_bytes);
     let max = st.settings.ws.max_frame_bytes;
     let frames = frames
         .max_frame_size(max)
         .aggregate_continuations()
         .max_continuation_size(max);
-    actix_web::rt::spawn(session::run(st.into_inner(), member, socket, frames));
+    actix_web::rt::spawn(session::run(st.into_inner(), member, conn, socket, frames));
     Ok(res)
 }
 

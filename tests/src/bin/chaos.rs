@@ -129,6 +129,11 @@ async fn serve(port: u16, redis_url: String) -> anyhow::Result<()> {
         admin_token: Some(Secret::new(ADMIN_TOKEN)),
         token_secret: Some(Secret::new(TOKEN_SECRET)),
         max_conns_per_addr: 0,
+        // Players here submit as fast as acks return: no per-connection message limit.
+        ws: scorecast_server::config::WsSettings {
+            max_messages_per_sec: 0,
+            ..Default::default()
+        },
         ..Settings::default()
     };
     // A port freed by a SIGKILLed predecessor can take a moment to be bindable again.

@@ -136,6 +136,11 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
         // Every client of the bench comes from 127.0.0.1.
         max_conns_per_addr: 0,
         workers: false,
+        // Players here submit as fast as acks return: no per-connection message limit.
+        ws: scorecast_server::config::WsSettings {
+            max_messages_per_sec: 0,
+            ..Default::default()
+        },
         ..Settings::default()
     };
     // A load test: no submit limit.

@@ -8,6 +8,7 @@
 //! (`poll_ready`), so a client that does not read stalls nobody, not even its own session's
 //! bookkeeping, and its queue filling up is what gets it closed with 1008.
 
+mod flood;
 mod protocol;
 mod slow;
 
@@ -23,8 +24,10 @@ use futures_util::{Sink, SinkExt, StreamExt};
 use scorecast_shared::ErrorCode;
 use tokio::time::Instant;
 
+use super::conn::ConnHandle;
 use crate::hub::{Member, Outbox};
 use crate::state::AppState;
+use flood::{Flood, Verdict};
 use protocol::{InFlight, Session};
 use slow::SlowClient;
 
@@ -34,9 +37,12 @@ use slow::SlowClient;
 const MAX_INFLIGHT: usize = 64;
 /// On shutdown, how long in-flight submissions and their answers may take before the close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// How long the final close frame may wait for room on the socket (a slow client's socket is
-/// full: the frame goes out once it reads again, or the connection is dropped).
+/// How long the final close frame may wait for room on the socket; past that the connection
+/// is aborted.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
+/// A client closed for not reading: how long its close frame may wait (best effort: it is not
+/// reading) before its connection is aborted and its buffers freed.
+const ABORT_WAIT: Duration = Duration::from_millis(100);
 
 /// How a session ends.
 enum Exit {
@@ -44,13 +50,19 @@ enum Exit {
     Gone,
     /// Send a close frame (with this reason) and end.
     Close(Option<CloseReason>),
+    /// A client that does not read: queue a close frame, then abort the TCP connection.
+    Abort(CloseReason),
+}
+
+fn reason(code: CloseCode, why: &str) -> CloseReason {
+    CloseReason {
+        code,
+        description: Some(why.to_owned()),
+    }
 }
 
 fn close(code: CloseCode, why: &str) -> Exit {
-    Exit::Close(Some(CloseReason {
-        code,
-        description: Some(why.to_owned()),
-    }))
+    Exit::Close(Some(reason(code, why)))
 }
 
 /// Runs a session until the client leaves, times out, is too slow, breaks the protocol, or the
@@ -58,6 +70,7 @@ fn close(code: CloseCode, why: &str) -> Exit {
 pub async fn run(
     state: Arc<AppState>,
     member: Member,
+    conn: ConnHandle,
     mut socket: actix_ws::Session,
     mut frames: AggregatedMessageStream,
 ) {
@@ -73,6 +86,7 @@ pub async fn run(
     let mut inflight: FuturesUnordered<InFlight> = FuturesUnordered::new();
     let mut shutting_down = *shutdown.borrow();
     let mut slow = SlowClient::new(Duration::from_millis(ws.slow_client_ms));
+    let mut flood = Flood::new(ws.max_messages_per_sec, std::time::Instant::now());
 
     let exit = loop {
         if shutting_down {
@@ -106,7 +120,7 @@ pub async fn run(
             _ = outbox.notified() => {}
             frame = frames.recv(), if can_read => {
                 last_heard = Instant::now();
-                match on_frame(&mut s, &outbox, frame, ws.max_frame_bytes) {
+                match on_frame(&mut s, &outbox, flood.as_mut(), frame, ws.max_frame_bytes) {
                     Ok(Some(work)) => inflight.push(work),
                     Ok(None) => {}
                     Err(exit) => break exit,
@@ -126,8 +140,20 @@ pub async fn run(
     }
     // Leave the hub before the last await, so nothing more is offered to this session.
     drop(s);
-    if let Exit::Close(reason) = exit {
-        let _ = tokio::time::timeout(CLOSE_WAIT, socket.close(reason)).await;
+    match exit {
+        Exit::Gone => {}
+        Exit::Close(reason) => {
+            if tokio::time::timeout(CLOSE_WAIT, socket.close(reason))
+                .await
+                .is_err()
+            {
+                conn.abort();
+            }
+        }
+        Exit::Abort(reason) => {
+            let _ = tokio::time::timeout(ABORT_WAIT, socket.close(Some(reason))).await;
+            conn.abort();
+        }
     }
 }
 
@@ -135,12 +161,31 @@ pub async fn run(
 fn on_frame(
     s: &mut Session,
     outbox: &Outbox,
+    flood: Option<&mut Flood>,
     frame: Option<Result<AggregatedMessage, ProtocolError>>,
     max_frame_bytes: usize,
 ) -> Result<Option<InFlight>, Exit> {
+    let oversize = || {
+        close(
+            CloseCode::Size,
+            &format!("messages above {max_frame_bytes} bytes are refused"),
+        )
+    };
     match frame {
         None => return Err(Exit::Gone),
-        Some(Ok(AggregatedMessage::Text(t))) => return Ok(s.on_text(&t)),
+        Some(Ok(AggregatedMessage::Text(t))) => {
+            match flood.map_or(Verdict::Pass, |f| f.check(std::time::Instant::now())) {
+                Verdict::Pass => return Ok(s.on_text(&t)),
+                Verdict::Refuse { retry_after_ms } => s.refuse(&t, retry_after_ms),
+                Verdict::Close => {
+                    tracing::info!(
+                        session = s.member().id(),
+                        "closing a client that floods (1008)"
+                    );
+                    return Err(close(CloseCode::Policy, "too many messages"));
+                }
+            }
+        }
         Some(Ok(AggregatedMessage::Binary(_))) => {
             s.error(ErrorCode::BadRequest, "protocol v1 uses JSON text frames")
         }
@@ -148,11 +193,10 @@ fn on_frame(
         Some(Ok(AggregatedMessage::Pong(_))) => {}
         // Echo the client's close (RFC 6455 §5.5.1).
         Some(Ok(AggregatedMessage::Close(r))) => return Err(Exit::Close(r)),
-        Some(Err(ProtocolError::Overflow)) => {
-            return Err(close(
-                CloseCode::Size,
-                &format!("frames above {max_frame_bytes} bytes are refused"),
-            ));
+        Some(Err(ProtocolError::Overflow)) => return Err(oversize()),
+        // actix-ws reports a message of many fragments that outgrows the limit as this I/O error.
+        Some(Err(ProtocolError::Io(e))) if e.to_string().contains("maximum continuation size") => {
+            return Err(oversize());
         }
         Some(Err(e)) => {
             tracing::debug!(session = s.member().id(), error = %e, "websocket protocol error");

@@ -103,6 +103,30 @@ impl Session {
         None
     }
 
+    /// Answers a frame refused by the message-rate limit: `rejected` for a submission (with its
+    /// id), `error` otherwise, both `rate_limited` with `retry_after_ms`. Nothing else happens.
+    pub fn refuse(&self, frame: &str, retry_after_ms: u64) {
+        let message = "too many messages on this connection".to_owned();
+        let id = match ClientMsg::parse(frame) {
+            Ok(ClientMsg::Submit { id, .. }) => Some(Some(id.to_string())),
+            Err(ParseError::Submit { id, .. }) => Some(id),
+            _ => None,
+        };
+        self.push(&match id {
+            Some(id) => ServerMsg::Rejected {
+                id,
+                code: ErrorCode::RateLimited,
+                message,
+                retry_after_ms: Some(retry_after_ms),
+            },
+            None => ServerMsg::Error {
+                code: ErrorCode::RateLimited,
+                message,
+                retry_after_ms: Some(retry_after_ms),
+            },
+        });
+    }
+
     fn hello(&mut self, token: &str) {
         match self.state.tokens.verify(token) {
             Err(e) => self.error(ErrorCode::Unauthorized, e.message),

@@ -1,7 +1,10 @@
 //! Slow-client detection. A client is too slow (closed with 1008) when its outbound queue stays
 //! full for `slow_client_ms`, or when messages wait that long with nothing written to the
 //! socket: a client that stops reading stalls the socket long before its queue fills, because
-//! view updates replace each other.
+//! view updates replace each other. The socket stalls early because its kernel send buffer is
+//! small (`ws.send_buffer_bytes`), so what is queued for a client is bounded by that, actix's
+//! write buffer and the outbox. Such a client's connection is then aborted, not just closed:
+//! it would never read the close frame, and its buffers would stay pinned.
 //!
 //! The check runs on a coarse tick, and only while there is something to suspect: a timer
 //! re-armed on every pass of a busy loop would cost more than the check.
@@ -11,7 +14,7 @@ use std::time::Duration;
 use actix_ws::CloseCode;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
-use super::{close, Exit};
+use super::{reason, Exit};
 use crate::hub::{Outbox, SessionId};
 
 /// A slow client is closed between `slow_client_ms` and 1.25 × `slow_client_ms` after it fell
@@ -70,10 +73,10 @@ impl SlowClient {
             .is_some_and(|t| t.elapsed() >= self.limit)
         {
             tracing::info!(session, "closing a client that cannot keep up (1008)");
-            return Some(close(
+            return Some(Exit::Abort(reason(
                 CloseCode::Policy,
                 "too slow: the outbound queue stayed full",
-            ));
+            )));
         }
         if self
             .stalled_since
@@ -81,10 +84,10 @@ impl SlowClient {
             && !outbox.is_empty()
         {
             tracing::info!(session, "closing a client that stopped reading (1008)");
-            return Some(close(
+            return Some(Exit::Abort(reason(
                 CloseCode::Policy,
                 "too slow: the socket took nothing for slow_client_ms",
-            ));
+            )));
         }
         None
     }

@@ -1,0 +1,237 @@
+//! What a WebSocket client cannot do to the server: stall it with sockets it never reads, flood
+//! it with messages, or slip an oversize message past the limit in fragments. Real server,
+//! real sockets; each test failed on the code before these limits.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures_util::SinkExt;
+use reqwest::Method;
+use scorecast_tests::scorecast_server::clock::Clock;
+use scorecast_tests::scorecast_server::config::WsSettings;
+use scorecast_tests::ws::{Incoming, WsClient, WAIT};
+use scorecast_tests::{spawn_app_with, TestApp};
+use serde_json::json;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+use tokio_tungstenite::tungstenite::Message;
+
+/// Bounds a wait for something the server does by itself (never a synchronisation sleep).
+const WITHIN: Duration = Duration::from_secs(20);
+
+/// Server-side TCP connections (local port `port`) whose peer port is one of `peers`, in any
+/// state but TIME_WAIT/CLOSE: what the kernel still holds for those clients.
+fn server_sockets(port: u16, peers: &HashSet<u16>) -> usize {
+    let mut n = 0;
+    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(table) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for line in table.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let port_of = |a: &str| {
+                a.rsplit(':')
+                    .next()
+                    .and_then(|p| u16::from_str_radix(p, 16).ok())
+            };
+            let (local, remote, state) = (port_of(f[1]), port_of(f[2]), f[3]);
+            // 06 TIME_WAIT, 07 CLOSE: nothing queued, no descriptor.
+            if local == Some(port)
+                && remote.is_some_and(|r| peers.contains(&r))
+                && state != "06"
+                && state != "07"
+            {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// A board whose `top 100` is a few KiB, so a spectator that never reads backs up fast.
+async fn busy_board(app: &TestApp, board: &str) {
+    app.board(board, json!({"submit_limit": null})).await;
+    for i in 0..100 {
+        app.score(board, &format!("filler-with-a-long-name-{i:03}"), 1000 + i)
+            .await;
+    }
+}
+
+/// Spectators that subscribe to `top 100` and then never read get their connections aborted:
+/// the kernel holds nothing for them afterwards, and until then they count against the
+/// per-address cap (a new connection is refused while any of them is still there).
+#[tokio::test]
+async fn stalled_spectators_are_really_disconnected_and_keep_their_slots_until_then() {
+    let cap = 4;
+    let app = spawn_app_with(
+        |s| {
+            s.max_conns_per_addr = cap;
+            s.ws = WsSettings {
+                slow_client_ms: 500,
+                coalesce_ms: 5,
+                ..WsSettings::default()
+            };
+        },
+        Clock::Redis,
+    )
+    .await;
+    busy_board(&app, "stall").await;
+
+    let mut stalled = Vec::new();
+    let mut peers = HashSet::new();
+    for _ in 0..cap {
+        let mut c = WsClient::connect_small_buffer(&app.ws_url(), app.port, 4096).await;
+        let snap = c.subscribe("stall", "top", json!({"limit": 100})).await;
+        assert_eq!(snap["type"], "top", "{snap}");
+        peers.insert(c.local_port());
+        stalled.push(c); // never read again
+    }
+    assert_eq!(server_sockets(app.port, &peers), cap as usize);
+    // At the cap: one more is refused.
+    let refused = WsClient::try_connect(&app.ws_url(), None).await;
+    assert!(refused.is_err(), "a connection over the cap was accepted");
+
+    // Keep the top changing and keep connecting: every connection admitted must find a slot
+    // that a stalled socket really gave up (held + admitted <= cap; held only ever falls),
+    // until all `cap` slots are back and the kernel holds nothing for the stalled clients.
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    let mut admitted = Vec::new();
+    let mut points = 10_000;
+    while admitted.len() < cap as usize {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "stalled sockets still held after {WITHIN:?}: {} of {cap}",
+            server_sockets(app.port, &peers)
+        );
+        for _ in 0..20 {
+            points += 1;
+            app.score("stall", "mover", points).await;
+        }
+        while let Ok(mut fresh) = WsClient::try_connect(&app.ws_url(), None).await {
+            assert!(matches!(
+                fresh.next_within(WAIT).await,
+                Some(Incoming::Json(_))
+            ));
+            admitted.push(fresh);
+            let held = server_sockets(app.port, &peers);
+            assert!(
+                held + admitted.len() <= cap as usize,
+                "{} admitted while {held} stalled sockets are still open (cap {cap})",
+                admitted.len()
+            );
+        }
+    }
+    assert_eq!(server_sockets(app.port, &peers), 0);
+    drop(stalled);
+}
+
+/// A connection that sends faster than `max_messages_per_sec` gets `rate_limited` with
+/// `retry_after_ms` for what is over (a submission is `rejected` with its id, and changes
+/// nothing), and is closed with 1008 when it keeps going.
+#[tokio::test]
+async fn a_flooding_connection_is_limited_then_closed() {
+    let app = spawn_app_with(
+        |s| {
+            s.ws.max_messages_per_sec = 10;
+        },
+        Clock::Redis,
+    )
+    .await;
+    app.board("flood", json!({"submit_limit": null})).await;
+    let mut c = WsClient::connect(&app.ws_url()).await;
+    c.hello(&app.token("flooder", None)).await; // 1 message
+
+    // 19 more pings fit the burst of 2 × 10.
+    for _ in 0..19 {
+        c.send_json(json!({"type": "ping"})).await;
+        assert_eq!(c.next_json().await["type"], "pong");
+    }
+    // Over the limit: a ping gets an error, a submit a rejection carrying its id.
+    c.send_json(json!({"type": "ping"})).await;
+    let e = c.next_json().await;
+    assert_eq!(e["type"], "error", "{e}");
+    assert_eq!(e["code"], "rate_limited", "{e}");
+    assert!(
+        e["retry_after_ms"]
+            .as_u64()
+            .is_some_and(|ms| (1..=1000).contains(&ms)),
+        "{e}"
+    );
+    c.send_json(json!({"type": "submit", "id": "over", "board": "flood", "points": 5}))
+        .await;
+    let r = c.next_json().await;
+    assert_eq!(r["type"], "rejected", "{r}");
+    assert_eq!(r["id"], "over", "{r}");
+    assert_eq!(r["code"], "rate_limited", "{r}");
+    assert!(r["retry_after_ms"].as_u64().is_some(), "{r}");
+    let who = app.get("/v1/boards/flood/players/flooder").await;
+    assert_eq!(
+        who.status, 404,
+        "a refused submission changed the board: {:?}",
+        who.body
+    );
+
+    // Keeping on: closed with 1008 (a second's worth of refused messages).
+    for _ in 0..20 {
+        c.send_json(json!({"type": "ping"})).await;
+    }
+    assert_eq!(c.expect_close(WAIT).await, Some(1008));
+}
+
+/// The limit is on by default; 0 turns it off.
+#[tokio::test]
+async fn the_message_limit_is_on_by_default() {
+    let defaults = WsSettings::default();
+    assert!(defaults.max_messages_per_sec > 0);
+    let app = spawn_app_with(|_| {}, Clock::Redis).await;
+    let mut c = WsClient::connect(&app.ws_url()).await;
+    let burst = 2 * defaults.max_messages_per_sec as usize;
+    for _ in 0..burst + 1 {
+        c.send_json(json!({"type": "ping"})).await;
+    }
+    let mut codes = Vec::new();
+    for _ in 0..burst + 1 {
+        let m = c.next_json().await;
+        codes.push(m["code"].as_str().unwrap_or("pong").to_owned());
+    }
+    assert_eq!(
+        codes.iter().filter(|c| *c == "pong").count(),
+        burst,
+        "{codes:?}"
+    );
+    assert_eq!(codes.last().map(String::as_str), Some("rate_limited"));
+}
+
+/// A message sent as 4 KiB fragments that adds up to more than the 16 KiB limit is closed with
+/// 1009 (message too big), like a single oversize frame — not 1002.
+#[tokio::test]
+async fn an_oversize_message_in_fragments_is_closed_with_1009() {
+    let app = spawn_app_with(|_| {}, Clock::Redis).await;
+    let mut c = WsClient::connect(&app.ws_url()).await;
+    let chunk = vec![b' '; 4096];
+    c.ws.send(Message::Frame(Frame::message(
+        chunk.clone(),
+        OpCode::Data(Data::Text),
+        false,
+    )))
+    .await
+    .expect("first fragment");
+    for i in 0..5 {
+        let last = i == 4;
+        if c.ws
+            .send(Message::Frame(Frame::message(
+                chunk.clone(),
+                OpCode::Data(Data::Continue),
+                last,
+            )))
+            .await
+            .is_err()
+        {
+            break; // the server may already have closed
+        }
+    }
+    assert_eq!(c.expect_close(WAIT).await, Some(1009));
+    // The refusal changed nothing for the next client.
+    let r = app.call(Method::GET, "/healthz", None, false).await;
+    assert_eq!(r.status, 200);
+}
