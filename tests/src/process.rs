@@ -1,0 +1,151 @@
+//! The real `scorecast` binary as a child process: for what only a process shows — signals,
+//! its log output, the embedded redis-server it starts and stops.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::{root, EVENTUALLY};
+
+/// The `scorecast` binary of this checkout, built (or found up to date) once per test run with
+/// the same cargo and target directory as the tests.
+pub fn scorecast_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .args([
+                "build",
+                "-p",
+                "scorecast-server",
+                "--bin",
+                "scorecast",
+                "--message-format=json",
+            ])
+            .current_dir(root())
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("running cargo build for the scorecast binary");
+        assert!(out.status.success(), "cargo build of scorecast failed");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "scorecast")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+            .expect("cargo reported no scorecast executable")
+    })
+    .clone()
+}
+
+/// A running `scorecast` process; killed when dropped.
+pub struct ServerProcess {
+    child: Child,
+    pub port: u16,
+    /// Everything it printed so far (stdout and stderr).
+    output: Arc<Mutex<String>>,
+}
+
+impl ServerProcess {
+    /// Starts `scorecast ARGS` in `cwd` with exactly the environment `env` (plus PATH), and
+    /// waits for the line that gives its port.
+    pub fn start(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
+        let mut cmd = Command::new(scorecast_bin());
+        cmd.args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Ok(r) = std::env::var("SCORECAST_REDIS_SERVER") {
+            cmd.env("SCORECAST_REDIS_SERVER", r);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawning scorecast");
+        let output = Arc::new(Mutex::new(String::new()));
+        collect(child.stdout.take().unwrap(), output.clone());
+        collect(child.stderr.take().unwrap(), output.clone());
+        let mut p = ServerProcess {
+            child,
+            port: 0,
+            output,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        p.port = loop {
+            if let Some(port) = p
+                .output()
+                .lines()
+                .find_map(|l| l.split("listening on http://127.0.0.1:").nth(1))
+                .and_then(|rest| rest.trim().parse().ok())
+            {
+                break port;
+            }
+            if let Ok(Some(status)) = p.child.try_wait() {
+                panic!("scorecast exited at start ({status}):\n{}", p.output());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "scorecast never said its port:\n{}",
+                p.output()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        p
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn output(&self) -> String {
+        // unwrap: the lock is never held across a panic-prone call.
+        self.output.lock().unwrap().clone()
+    }
+
+    /// Sends SIGTERM, what a service manager sends to stop it.
+    pub fn sigterm(&self) {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("running kill")
+            .success();
+        assert!(ok, "kill -TERM {} failed", self.pid());
+    }
+
+    /// Waits (bounded by [`EVENTUALLY`]) for the process to exit.
+    pub fn wait_exit(&mut self) -> Option<ExitStatus> {
+        let deadline = Instant::now() + EVENTUALLY;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+fn collect(from: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            // unwrap: the lock is never held across a panic-prone call.
+            let mut out = into.lock().unwrap();
+            out.push_str(&line);
+            out.push('\n');
+        }
+    });
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
