@@ -251,30 +251,103 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use figment::Jail;
+
+    /// Runs `f` in a jail: an empty environment of its own (restored afterwards, and jails run
+    /// one at a time) and a fresh working directory, so nothing around the test leaks in.
+    /// (`figment::Error` is figment's own, large error type: its API, not ours.)
+    #[allow(clippy::result_large_err)]
+    fn jailed(f: impl FnOnce(&mut Jail) -> anyhow::Result<()>) {
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            f(jail).map_err(|e| figment::Error::from(format!("{e:#}")))
+        });
+    }
 
     #[test]
     fn flags_override_the_file_and_secrets_are_required() {
-        let dir = std::env::temp_dir().join(format!("sc-cfg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("c.toml");
-        std::fs::write(
-            &file,
-            "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n",
-        )
-        .unwrap();
-        let cli = Cli {
-            config: Some(file),
-            listen: Some("127.0.0.1:9001".parse().unwrap()),
-            ..Default::default()
-        };
-        let mut s = Settings::load(&cli).unwrap();
-        assert_eq!(s.listen.port(), 9001);
-        assert_eq!(s.boards["speedrun"].order, scorecast_shared::Order::Asc);
-        assert!(s.finish().is_err(), "no secrets outside dev");
-        s.admin_token = Some(Secret::new("short"));
-        s.token_secret = Some(Secret::generate());
-        assert!(s.finish().is_err(), "secrets of at least 32 bytes");
-        assert!(!format!("{s:?}").contains("short"));
+        jailed(|jail| {
+            jail.create_file(
+                "c.toml",
+                "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n",
+            )?;
+            let cli = Cli {
+                config: Some("c.toml".into()),
+                listen: Some("127.0.0.1:9001".parse()?),
+                ..Default::default()
+            };
+            let mut s = Settings::load(&cli)?;
+            assert_eq!(s.listen.port(), 9001);
+            assert_eq!(s.boards["speedrun"].order, scorecast_shared::Order::Asc);
+            assert!(s.finish().is_err(), "no secrets outside dev");
+            s.admin_token = Some(Secret::new("short"));
+            s.token_secret = Some(Secret::generate());
+            assert!(s.finish().is_err(), "secrets of at least 32 bytes");
+            assert!(!format!("{s:?}").contains("short"));
+            Ok(())
+        });
+    }
+
+    /// The layers in order: defaults < file < `SCORECAST_<SECTION>__<KEY>` variables < flags,
+    /// each flag also read from its own variable (and the command line beating that); secrets
+    /// given through the environment never show in `Debug`.
+    #[test]
+    fn the_environment_layer_sits_between_the_file_and_the_flags() {
+        jailed(|jail| {
+            jail.create_file(
+                "c.toml",
+                "listen = \"127.0.0.1:9000\"\n[ws]\nping_interval_ms = 1000\nslow_client_ms = 700\n",
+            )?;
+            jail.set_env("SCORECAST_CONFIG", "c.toml");
+            jail.set_env("SCORECAST_WS__PING_INTERVAL_MS", "2000");
+            jail.set_env("SCORECAST_PUBLIC_LIMIT__LIMIT", "7");
+            jail.set_env("SCORECAST_LISTEN", "127.0.0.1:9002");
+            let admin = "admin-token-from-the-environment-0123456789";
+            jail.set_env("SCORECAST_ADMIN_TOKEN", admin);
+
+            let s = Settings::load(&Cli::try_parse_from(["scorecast"])?)?;
+            assert_eq!(s.ws.ping_interval_ms, 2000, "env beats the file");
+            assert_eq!(s.ws.slow_client_ms, 700, "the file beats the defaults");
+            assert_eq!(s.ws.client_timeout_ms, 45_000, "defaults fill the rest");
+            assert_eq!(s.public_limit.limit, 7);
+            assert_eq!(s.listen.port(), 9002, "SCORECAST_LISTEN beats the file");
+            assert_eq!(s.admin_token.as_ref().map(Secret::expose), Some(admin));
+            assert!(
+                !format!("{s:?}").contains(admin),
+                "secrets stay out of Debug"
+            );
+
+            let flags = Cli::try_parse_from(["scorecast", "--listen", "127.0.0.1:9003"])?;
+            assert_eq!(
+                Settings::load(&flags)?.listen.port(),
+                9003,
+                "a flag beats its variable"
+            );
+
+            jail.set_env("SCORECAST_WS__PING_INTERVAL_MS", "often");
+            assert!(
+                Settings::load(&Cli::try_parse_from(["scorecast"])?).is_err(),
+                "a bad value is refused, not ignored"
+            );
+            Ok(())
+        });
+    }
+
+    /// Without any configuration: the built-in defaults, and no Redis URL (the embedded one).
+    #[test]
+    fn with_nothing_configured_the_defaults_apply() {
+        jailed(|_| {
+            let s = Settings::load(&Cli::try_parse_from(["scorecast"])?)?;
+            assert_eq!(s.listen, "127.0.0.1:8080".parse()?);
+            assert!(s.redis_url.is_none());
+            assert_eq!(s.max_conns_per_addr, 1000);
+            assert_eq!(
+                (s.public_limit.limit, s.public_limit.window_ms),
+                (100, 1000)
+            );
+            assert!(!s.dev);
+            Ok(())
+        });
     }
 
     #[test]

@@ -7,9 +7,10 @@ use chrono::{Datelike, TimeZone, Utc};
 use reqwest::Method;
 use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
+use scorecast_server::jobs::calendar_season;
 use scorecast_server::limiter::{Algorithm, Limiter, Policy};
 use scorecast_server::store::{Read, Submission};
-use scorecast_shared::{BoardConfig, Codec, ErrorCode, Id, Order};
+use scorecast_shared::{BoardConfig, Codec, ErrorCode, Id, Order, Reset};
 use scorecast_tests::*;
 use serde_json::{json, Value};
 
@@ -688,6 +689,70 @@ async fn daily_seasons_turn_over_exactly_at_midnight_utc() {
         .await
         .unwrap();
     assert!(!exists);
+}
+
+/// Weekly and monthly seasons turn over at the exact instant (UTC), in the submission script:
+/// the last millisecond of a week or month scores in the old season, the first in the new one
+/// (ISO weeks across years too), and the season's `start_ms` is the boundary. The Rust
+/// calendar that schedules rollovers names the same seasons at the same instants.
+#[tokio::test]
+async fn weekly_and_monthly_seasons_turn_over_at_the_exact_instant() {
+    let clock = Clock::manual(0);
+    let app = spawn_app_with(|_| {}, clock.clone()).await;
+    let ms = |y, mo, d| {
+        Utc.with_ymd_and_hms(y, mo, d, 0, 0, 0)
+            .unwrap()
+            .timestamp_millis()
+    };
+    let cases = [
+        // board, reset, boundary, season before, season from the boundary on
+        (
+            "w1",
+            Reset::Weekly,
+            ms(2024, 12, 30),
+            "2024-W52",
+            "2025-W01",
+        ),
+        ("w2", Reset::Weekly, ms(2021, 1, 4), "2020-W53", "2021-W01"),
+        ("w3", Reset::Weekly, ms(2026, 3, 2), "2026-W09", "2026-W10"),
+        ("m1", Reset::Monthly, ms(2025, 1, 1), "2024-12", "2025-01"),
+        ("m2", Reset::Monthly, ms(2024, 3, 1), "2024-02", "2024-03"),
+    ];
+    for (board, reset, boundary, before, after) in cases {
+        clock.set(boundary - 1);
+        let r = if reset == Reset::Weekly {
+            "weekly"
+        } else {
+            "monthly"
+        };
+        app.board(board, json!({"reset": r})).await;
+        assert_eq!(app.score(board, "a", 1).await["season"], before, "{board}");
+        assert_eq!(
+            calendar_season(reset, boundary - 1).map(|s| s.0).as_deref(),
+            Some(before)
+        );
+        clock.set(boundary);
+        assert_eq!(app.score(board, "a", 1).await["season"], after, "{board}");
+        let (name, start, _) = calendar_season(reset, boundary).unwrap();
+        assert_eq!((name.as_str(), start), (after, boundary), "{board}");
+        let seasons = app.get(&format!("/v1/boards/{board}/seasons")).await;
+        let current = seasons.body["seasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["current"] == true)
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            (current["season"].as_str(), current["start_ms"].as_i64()),
+            (Some(after), Some(boundary)),
+            "{board}"
+        );
+        let old = app
+            .get(&format!("/v1/boards/{board}/players/a?season={before}"))
+            .await;
+        assert_eq!(old.body["score"], 1, "{board}");
+    }
 }
 
 /// The Lua calendar (season names) agrees with chrono on random instants, weekly and monthly.
