@@ -2,6 +2,7 @@
 
 mod auth;
 mod boards;
+mod cluster;
 mod process;
 mod queues;
 mod seasons_jobs;

@@ -210,3 +210,89 @@ impl Drop for Relay {
         let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
+
+/// A redis-server in cluster mode that owns all 16384 slots: a one-node cluster. A plain
+/// client can use it, and Redis itself then refuses any command or script whose keys are not
+/// all in one hash slot (CROSSSLOT) — the check a real cluster makes.
+pub struct ClusterNode {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl ClusterNode {
+    pub fn start(dir: &Path) -> anyhow::Result<ClusterNode> {
+        std::fs::create_dir_all(dir)?;
+        let bin = scorecast_server::embedded::redis_server_path()?;
+        let mut last = None;
+        for _ in 0..5 {
+            let port = scorecast_server::embedded::free_port()?;
+            let child = std::process::Command::new(&bin)
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+                .args(["--cluster-enabled", "yes", "--cluster-config-file"])
+                .arg(dir.join(format!("nodes-{port}.conf")))
+                .arg("--dir")
+                .arg(dir)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()?;
+            let mut node = ClusterNode { child, port };
+            match node.wait_ours() {
+                Ok(()) => {
+                    node.own_every_slot()?;
+                    return Ok(node);
+                }
+                Err(e) => last = Some(e), // dropped: killed
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("could not start a cluster node")))
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn wait_ours(&mut self) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                anyhow::bail!("redis-server exited at start ({status})");
+            }
+            if let Ok(pid) = answering_pid(&self.url()) {
+                anyhow::ensure!(pid == self.child.id(), "port {} is not ours", self.port);
+                return Ok(());
+            }
+            anyhow::ensure!(std::time::Instant::now() < deadline, "no answer");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn own_every_slot(&self) -> anyhow::Result<()> {
+        let mut c = redis::Client::open(self.url())?.get_connection()?;
+        let _: () = redis::cmd("CLUSTER")
+            .arg("ADDSLOTSRANGE")
+            .arg(0)
+            .arg(16383)
+            .query(&mut c)?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c)?;
+            if info.contains("cluster_state:ok") {
+                return Ok(());
+            }
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "cluster state never ok: {info}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for ClusterNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
