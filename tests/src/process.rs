@@ -116,9 +116,10 @@ impl ServerProcess {
         assert!(ok, "kill -TERM {} failed", self.pid());
     }
 
-    /// Waits (bounded by [`EVENTUALLY`]) for the process to exit.
+    /// Waits for the process to exit (bounded by three times [`EVENTUALLY`]: a graceful stop
+    /// may wait out in-flight work and its HTTP connections first).
     pub fn wait_exit(&mut self) -> Option<ExitStatus> {
-        let deadline = Instant::now() + EVENTUALLY;
+        let deadline = Instant::now() + 3 * EVENTUALLY;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Some(status);
