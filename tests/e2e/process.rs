@@ -11,6 +11,11 @@ use scorecast_tests::{
 };
 use serde_json::{json, Value};
 
+/// The program under test: `server/src/main.rs`, built by cargo for these tests.
+fn bin() -> std::path::PathBuf {
+    scorecast_tests::process::scorecast_bin(env!("CARGO_BIN_EXE_scorecast-e2e"))
+}
+
 /// Secrets and settings for a child server, as a deployment would pass them.
 fn env() -> Vec<(&'static str, &'static str)> {
     vec![
@@ -42,6 +47,7 @@ async fn sigterm_answers_submissions_in_flight_and_closes_with_1001() {
     let redis = start_redis();
     let web = root().join("web");
     let mut server = ServerProcess::start(
+        &bin(),
         &temp_dir("sigterm"),
         &[
             "--listen",
@@ -180,7 +186,7 @@ async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
         "--web-dir",
         web.to_str().unwrap(),
     ];
-    let mut server = ServerProcess::start(&cwd, &args, &env());
+    let mut server = ServerProcess::start(&bin(), &cwd, &args, &env());
     let http = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{}", server.port);
     assert_eq!(
@@ -216,7 +222,7 @@ async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
         .any(|e| e.file_name().to_string_lossy().contains("appendonly"));
     assert!(aof, "AOF on");
 
-    let server = ServerProcess::start(&cwd, &args, &env());
+    let server = ServerProcess::start(&bin(), &cwd, &args, &env());
     let r = http
         .get(format!(
             "http://127.0.0.1:{}/v1/boards/b/players/alice",
@@ -267,6 +273,7 @@ async fn secrets_never_appear_in_the_logs() {
     let url = format!("redis://:{REDIS_PASSWORD}@127.0.0.1:{}/", redis.port());
     let web = root().join("web");
     let mut server = ServerProcess::start(
+        &bin(),
         &temp_dir("secrets"),
         &[
             "--listen",

@@ -4,39 +4,18 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{root, EVENTUALLY};
+use crate::EVENTUALLY;
 
-/// The `scorecast` binary of this checkout, built (or found up to date) once per test run with
-/// the same cargo and target directory as the tests.
-pub fn scorecast_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "scorecast-server",
-                "--bin",
-                "scorecast",
-                "--message-format=json",
-            ])
-            .current_dir(root())
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("running cargo build for the scorecast binary");
-        assert!(out.status.success(), "cargo build of scorecast failed");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "scorecast")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reported no scorecast executable")
-    })
-    .clone()
+/// The `scorecast` program: `server/src/main.rs`, built by cargo as this package's
+/// `scorecast-e2e` bin before the end-to-end tests run. Only an integration test knows its
+/// path, so the e2e crate passes `env!("CARGO_BIN_EXE_scorecast-e2e")` in.
+pub fn scorecast_bin(path: &str) -> PathBuf {
+    let p = PathBuf::from(path);
+    assert!(p.is_file(), "no scorecast binary at {}", p.display());
+    p
 }
 
 /// A running `scorecast` process; killed when dropped.
@@ -50,8 +29,8 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `scorecast ARGS` in `cwd` with exactly the environment `env` (plus PATH), and
     /// waits for the line that gives its port.
-    pub fn start(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
-        let mut cmd = Command::new(scorecast_bin());
+    pub fn start(bin: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
+        let mut cmd = Command::new(bin);
         cmd.args(args)
             .current_dir(cwd)
             .env_clear()
