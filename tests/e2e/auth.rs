@@ -108,7 +108,8 @@ async fn tokens_need_exp_a_past_nbf_and_hs256() {
 #[tokio::test]
 async fn a_token_expiring_mid_session_stops_submissions_until_a_fresh_hello() {
     let app = spawn_app().await;
-    app.board("b", json!({})).await;
+    // Unlimited, so that only the token can stop the probes.
+    app.board("b", json!({"submit_limit": null})).await;
     // Valid for about 5 more seconds (25 of the 30 s leeway are used up).
     let short = token_with(json!({"sub": "alice", "exp": now_s() - 25}));
     let (answer, mut alice) = hello(&app.ws_url(), &short).await;

@@ -417,8 +417,13 @@ async fn precision_limit_is_enforced_not_rounded() {
 async fn concurrent_increments_are_atomic() {
     let app = spawn_app().await;
     let b = app.second_instance().await;
-    app.board("race", json!({})).await;
-    app.board("race-e", json!({"tie_break": "earliest"})).await;
+    // No submit limit (the round-2 default would refuse 800 submissions from one player).
+    app.board("race", json!({"submit_limit": null})).await;
+    app.board(
+        "race-e",
+        json!({"tie_break": "earliest", "submit_limit": null}),
+    )
+    .await;
     for board in ["race", "race-e"] {
         let mut tasks = Vec::new();
         for (n, st) in [app.state.clone(), b.state.clone()].into_iter().enumerate() {

@@ -7,7 +7,7 @@ use redis::AsyncCommands;
 use scorecast_tests::process::ServerProcess;
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{
-    hold_redis_busy, player_token, root, start_redis, temp_dir, ADMIN_TOKEN, TOKEN_SECRET,
+    hold_redis_busy, player_token, root, start_test_redis, temp_dir, ADMIN_TOKEN, TOKEN_SECRET,
 };
 use serde_json::{json, Value};
 
@@ -29,7 +29,7 @@ async fn put_board(port: u16, board: &str) {
     let r = reqwest::Client::new()
         .put(format!("http://127.0.0.1:{port}/admin/boards/{board}"))
         .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({}))
+        .json(&json!({"submit_limit": null}))
         .send()
         .await
         .unwrap();
@@ -44,7 +44,7 @@ async fn put_board(port: u16, board: &str) {
 async fn sigterm_answers_submissions_in_flight_and_closes_with_1001() {
     const PLAYERS: usize = 3;
     const EACH: usize = 40; // below the session's in-flight bound, so all are read at once
-    let redis = start_redis();
+    let redis = start_test_redis();
     let web = root().join("web");
     let mut server = ServerProcess::start(
         &bin(),
@@ -257,7 +257,7 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
 #[tokio::test]
 async fn secrets_never_appear_in_the_logs() {
     const REDIS_PASSWORD: &str = "redis-password-6f1d2c3b4a";
-    let redis = start_redis();
+    let redis = start_test_redis();
     let mut c = redis::Client::open(redis.direct_url())
         .unwrap()
         .get_multiplexed_async_connection()

@@ -11,6 +11,7 @@ use reqwest::{Method, StatusCode};
 use scorecast_server::auth::{Secret, Tokens};
 use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
+use scorecast_server::embedded::RedisProcess;
 use scorecast_server::startup::Application;
 use scorecast_server::state::AppState;
 use scorecast_shared::Id;
@@ -50,8 +51,15 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-/// A private redis-server (AOF on, so a restart keeps the data).
-pub fn start_redis() -> TestRedis {
+/// A private redis-server (AOF on), proven to be this test's own (see [`test_redis`]); for
+/// tests that never restart it.
+pub fn start_redis() -> RedisProcess {
+    test_redis::start_ours(&temp_dir("redis"), true).expect("start redis-server")
+}
+
+/// A private redis-server (AOF on, so a restart keeps the data) behind a relay whose address
+/// survives restarts: what [`spawn_app`] gives each test.
+pub fn start_test_redis() -> TestRedis {
     TestRedis::start(&temp_dir("redis"), true).expect("start redis-server")
 }
 
@@ -84,7 +92,7 @@ pub async fn spawn_app() -> TestApp {
 
 /// Starts a real Redis and a real server, after `tweak` adjusts the settings.
 pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings), clock: Clock) -> TestApp {
-    let redis = start_redis();
+    let redis = start_test_redis();
     let mut settings = test_settings(&redis.url());
     tweak(&mut settings);
     spawn_on(redis, settings, clock).await

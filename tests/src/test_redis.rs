@@ -82,7 +82,7 @@ impl TestRedis {
 }
 
 /// Starts a redis-server and checks that the one answering on its port is this child.
-fn start_ours(dir: &Path, aof: bool) -> anyhow::Result<RedisProcess> {
+pub fn start_ours(dir: &Path, aof: bool) -> anyhow::Result<RedisProcess> {
     let mut last = None;
     for _ in 0..5 {
         match RedisProcess::start(dir, aof) {
