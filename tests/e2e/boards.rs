@@ -411,27 +411,27 @@ async fn precision_limit_is_enforced_not_rounded() {
 
 /// Increments raced through two server instances (each with its own batcher, so nothing in
 /// one process orders them) on a plain and on an `earliest` board (read, decode, add,
-/// re-encode): 2 × 4 tasks × 100 increments of 1 end at exactly 800, and every increment saw
-/// its own previous total — the acks' scores are exactly 1..=800.
+/// re-encode): 2 × 4 tasks × 250 increments of 1 end at exactly 2000, and every increment saw
+/// its own previous total — the acks' scores are exactly 1..=2000.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_increments_are_atomic() {
     let app = spawn_app().await;
-    let b = app.second_instance().await;
-    // No submit limit (the round-2 default would refuse 800 submissions from one player).
+    // No submit limit: 2000 submissions from one player at once.
     app.board("race", json!({"submit_limit": null})).await;
+    let mut tasks = Vec::new();
+    let b = app.second_instance().await;
     app.board(
         "race-e",
         json!({"tie_break": "earliest", "submit_limit": null}),
     )
     .await;
     for board in ["race", "race-e"] {
-        let mut tasks = Vec::new();
         for (n, st) in [app.state.clone(), b.state.clone()].into_iter().enumerate() {
             for t in 0..4 {
                 let st = st.clone();
                 tasks.push(tokio::spawn(async move {
                     let mut scores = Vec::new();
-                    for i in 0..100 {
+                    for i in 0..250 {
                         let s = submission(board, "p", &format!("i{n}-t{t}-{i}"), 1);
                         scores.push(st.submit(&s).await.unwrap().score);
                     }
@@ -440,14 +440,14 @@ async fn concurrent_increments_are_atomic() {
             }
         }
         let mut scores = Vec::new();
-        for t in tasks {
+        for t in tasks.drain(..) {
             scores.extend(t.await.unwrap());
         }
         scores.sort_unstable();
-        assert_eq!(scores, (1..=800).collect::<Vec<i64>>(), "{board}");
+        assert_eq!(scores, (1..=2000).collect::<Vec<i64>>(), "{board}");
         assert_eq!(
             app.get(&format!("/v1/boards/{board}/players/p")).await.body["score"],
-            800,
+            2000,
             "{board}"
         );
     }
