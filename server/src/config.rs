@@ -296,9 +296,125 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsString;
+    use std::sync::{Mutex, MutexGuard};
+
+    /// Configuration tests read the process environment (`Settings::load`, clap's `env`): each
+    /// holds this guard, which makes them take turns and hides every `SCORECAST_*` variable of
+    /// the surrounding environment until the test ends (then restores them), so nothing around
+    /// a test leaks in and the variables one test sets never reach another.
+    struct CleanEnv {
+        saved: Vec<(OsString, OsString)>,
+        _turn: MutexGuard<'static, ()>,
+    }
+
+    static ENV_TURN: Mutex<()> = Mutex::new(());
+
+    impl CleanEnv {
+        fn new() -> CleanEnv {
+            let turn = ENV_TURN.lock().unwrap_or_else(|p| p.into_inner());
+            let saved: Vec<_> = std::env::vars_os()
+                .filter(|(k, _)| {
+                    k.to_str().is_some_and(|k| {
+                        k.starts_with("SCORECAST_") && k != "SCORECAST_REDIS_SERVER"
+                    })
+                })
+                .collect();
+            for (k, _) in &saved {
+                std::env::remove_var(k);
+            }
+            CleanEnv { saved, _turn: turn }
+        }
+
+        fn set(&self, k: &str, v: &str) {
+            std::env::set_var(k, v);
+        }
+    }
+
+    impl Drop for CleanEnv {
+        fn drop(&mut self) {
+            let set: Vec<OsString> = std::env::vars_os()
+                .map(|(k, _)| k)
+                .filter(|k| {
+                    k.to_str().is_some_and(|k| {
+                        k.starts_with("SCORECAST_") && k != "SCORECAST_REDIS_SERVER"
+                    })
+                })
+                .collect();
+            for k in set {
+                std::env::remove_var(k);
+            }
+            for (k, v) in &self.saved {
+                std::env::set_var(k, v);
+            }
+        }
+    }
+
+    /// The layers in order: defaults < file < `SCORECAST_<SECTION>__<KEY>` variables < flags,
+    /// each flag also read from its own variable (and the command line beating that); secrets
+    /// given through the environment never show in `Debug`.
+    #[test]
+    fn the_environment_layer_sits_between_the_file_and_the_flags() {
+        let env = CleanEnv::new();
+        let dir = std::env::temp_dir().join(format!("sc-cfg-env-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        std::fs::write(
+            &file,
+            "listen = \"127.0.0.1:9000\"\n[ws]\nping_interval_ms = 1000\nslow_client_ms = 700\n",
+        )
+        .unwrap();
+        env.set("SCORECAST_CONFIG", file.to_str().unwrap());
+        env.set("SCORECAST_WS__PING_INTERVAL_MS", "2000");
+        env.set("SCORECAST_PUBLIC_LIMIT__LIMIT", "7");
+        env.set("SCORECAST_LISTEN", "127.0.0.1:9002");
+        let admin = "admin-token-from-the-environment-0123456789";
+        env.set("SCORECAST_ADMIN_TOKEN", admin);
+
+        let s = Settings::load(&Cli::try_parse_from(["scorecast"]).unwrap()).unwrap();
+        assert_eq!(s.ws.ping_interval_ms, 2000, "env beats the file");
+        assert_eq!(s.ws.slow_client_ms, 700, "the file beats the defaults");
+        assert_eq!(s.ws.client_timeout_ms, 45_000, "defaults fill the rest");
+        assert_eq!(s.public_limit.limit, 7);
+        assert_eq!(s.listen.port(), 9002, "SCORECAST_LISTEN beats the file");
+        assert_eq!(s.admin_token.as_ref().map(Secret::expose), Some(admin));
+        assert!(
+            !format!("{s:?}").contains(admin),
+            "secrets stay out of Debug"
+        );
+
+        let flags = Cli::try_parse_from(["scorecast", "--listen", "127.0.0.1:9003"]).unwrap();
+        assert_eq!(
+            Settings::load(&flags).unwrap().listen.port(),
+            9003,
+            "a flag beats its variable"
+        );
+
+        env.set("SCORECAST_WS__PING_INTERVAL_MS", "often");
+        assert!(
+            Settings::load(&Cli::try_parse_from(["scorecast"]).unwrap()).is_err(),
+            "a bad value is refused, not ignored"
+        );
+    }
+
+    /// Without any configuration: the built-in defaults, and no Redis URL (the embedded one).
+    #[test]
+    fn with_nothing_configured_the_defaults_apply() {
+        let _env = CleanEnv::new();
+        let s = Settings::load(&Cli::try_parse_from(["scorecast"]).unwrap()).unwrap();
+        assert_eq!(s.listen, "127.0.0.1:8080".parse().unwrap());
+        assert!(s.redis_url.is_none());
+        assert_eq!(s.max_conns_per_addr, 1000);
+        assert_eq!(
+            (s.public_limit.limit, s.public_limit.window_ms),
+            (100, 1000)
+        );
+        assert!(!s.dev);
+    }
 
     #[test]
     fn flags_override_the_file_and_secrets_are_required() {
+        let _env = CleanEnv::new();
         let dir = std::env::temp_dir().join(format!("sc-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("c.toml");
@@ -334,6 +450,7 @@ mod tests {
 
     #[test]
     fn dev_generates_secrets_and_the_demo_board() {
+        let _env = CleanEnv::new();
         let mut s = Settings {
             dev: true,
             ..Default::default()

@@ -85,12 +85,39 @@ impl ErrorCode {
 mod tests {
     use super::*;
 
+    /// DESIGN §5's table, written out: each code's wire name and HTTP status. Serde, `as_str`,
+    /// `parse` and `http_status` must all agree with it, and `ALL` must list every code once.
+    const TABLE: [(&str, u16); 14] = [
+        ("bad_request", 400),
+        ("invalid_id", 400),
+        ("points_out_of_range", 400),
+        ("score_out_of_range", 400),
+        ("unauthorized", 401),
+        ("forbidden", 403),
+        ("unknown_board", 404),
+        ("unknown_season", 404),
+        ("not_found", 404),
+        ("conflict", 409),
+        ("lease_lost", 409),
+        ("payload_too_large", 413),
+        ("rate_limited", 429),
+        ("unavailable", 503),
+    ];
+
     #[test]
-    fn wire_names_round_trip() {
-        for c in ErrorCode::ALL {
-            let json = serde_json::to_string(&c).unwrap();
-            assert_eq!(json, format!("\"{}\"", c.as_str()));
-            assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
+    fn wire_names_and_statuses_match_the_contract() {
+        for (name, status) in TABLE {
+            let c: ErrorCode = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{name}\""));
+            assert_eq!(c.as_str(), name);
+            assert_eq!(ErrorCode::parse(name), Some(c));
+            assert_eq!(c.http_status(), status, "{name}");
         }
+        let mut listed: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        listed.sort_unstable();
+        let mut table: Vec<&str> = TABLE.iter().map(|(n, _)| *n).collect();
+        table.sort_unstable();
+        assert_eq!(listed, table);
+        assert_eq!(ErrorCode::parse("BadRequest"), None);
     }
 }

@@ -18,10 +18,26 @@ extern "C" {
 }
 
 #[wasm_bindgen(inline_js = "export function subscribeWithUndefined() { \
-    return { type: 'subscribe', board: 'b', view: 'top', limit: undefined, radius: undefined }; }")]
+    return { type: 'subscribe', board: 'b', view: 'top', limit: undefined, radius: undefined }; } \
+    export function withUndefined(obj, key) { obj[key] = undefined; return obj; } \
+    export function holdsUndefined(obj, key) { \
+      return Object.prototype.hasOwnProperty.call(obj, key) && obj[key] === undefined; } \
+    let realNow = Date.now; \
+    export function freezeDateNow(ms) { Date.now = () => ms; } \
+    export function thawDateNow() { Date.now = realNow; }")]
 extern "C" {
     #[wasm_bindgen(js_name = subscribeWithUndefined)]
     fn subscribe_with_undefined() -> JsValue;
+    /// Sets `obj[key] = undefined` (the key present, its value undefined) and returns `obj`.
+    #[wasm_bindgen(js_name = withUndefined)]
+    fn with_undefined(obj: JsValue, key: &str) -> JsValue;
+    #[wasm_bindgen(js_name = holdsUndefined)]
+    fn holds_undefined(obj: &JsValue, key: &str) -> bool;
+    /// Makes `Date.now()` return `ms` until `thaw_date_now`.
+    #[wasm_bindgen(js_name = freezeDateNow)]
+    fn freeze_date_now(ms: f64);
+    #[wasm_bindgen(js_name = thawDateNow)]
+    fn thaw_date_now();
 }
 
 /// What JS would print with `JSON.stringify`, parsed back for comparison. A `Map` would print as
@@ -138,14 +154,24 @@ fn encodes_valid_client_messages() {
     }
 }
 
-/// `undefined` optional fields (as JS callers write `{limit: opts.limit}`) mean "use the default".
+/// `undefined` optional fields (as JS callers write `{limit: opts.limit}`) mean "use the default":
+/// the objects below really hold the key with the value `undefined`.
 #[wasm_bindgen_test]
 fn undefined_fields_take_defaults() {
-    let obj = js(json!({"type":"subscribe","board":"b","view":"around"}));
-    let text = encode_client_msg(obj).unwrap();
+    let around = with_undefined(
+        js(json!({"type":"subscribe","board":"b","view":"around"})),
+        "radius",
+    );
+    assert!(holds_undefined(&around, "radius"));
     assert_eq!(
-        text,
+        encode_client_msg(around).unwrap(),
         r#"{"type":"subscribe","board":"b","view":"around","radius":5}"#
+    );
+    let top = subscribe_with_undefined();
+    assert!(holds_undefined(&top, "limit") && holds_undefined(&top, "radius"));
+    assert_eq!(
+        encode_client_msg(top).unwrap(),
+        r#"{"type":"subscribe","board":"b","view":"top","limit":10}"#
     );
 }
 
@@ -276,8 +302,11 @@ fn formats_numbers_for_people() {
     assert_eq!(format_rank(None).unwrap(), "–");
     assert_eq!(format_ago(0.0, Some(120_000.0)).unwrap(), "2 min ago");
     assert_eq!(format_ago(0.0, Some(1_000.0)).unwrap(), "just now");
-    // Without `nowMs` the clock is `Date.now()`: long after the epoch.
-    assert!(format_ago(0.0, None).unwrap().ends_with(" d ago"));
+    // Without `nowMs` the clock is `Date.now()` (frozen here, so the wall clock plays no part).
+    freeze_date_now(10_000_000.0);
+    let ago = format_ago(10_000_000.0 - 3.0 * 3_600_000.0, None);
+    thaw_date_now();
+    assert_eq!(ago.unwrap(), "3 h ago");
 
     assert!(format_thousands(f64::NAN).is_err());
     assert!(format_compact(f64::INFINITY).is_err());

@@ -136,37 +136,74 @@ function redisPing(port) {
 
 // ---- redis ---------------------------------------------------------------------------------
 
+/** The `process_id` of the redis-server answering on `port` (INFO server), or null. */
+function redisPid(port) {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, "127.0.0.1");
+    let buf = "";
+    const done = (pid) => {
+      sock.destroy();
+      resolve(pid);
+    };
+    sock.setTimeout(1000, () => done(null));
+    sock.on("error", () => done(null));
+    sock.on("connect", () => sock.write("INFO server\r\n"));
+    sock.on("data", (d) => {
+      buf += d.toString();
+      const m = buf.match(/process_id:(\d+)/);
+      if (m) done(Number(m[1]));
+    });
+  });
+}
+
+/**
+ * A private redis-server on a port the OS picked. Another process may take that port between
+ * the pick and redis-server's bind, so a start is only good once the server answering on the
+ * port is our child (its process_id); otherwise it is retried on another port.
+ */
 export async function startRedis() {
-  const port = await freePort();
-  const proc = track(
-    spawn(REDIS_SERVER, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-      stdio: ["ignore", "pipe", "pipe"],
-    }),
-  );
-  const log = tail(proc, "redis", 50);
-  let exited = null;
-  proc.once("exit", (code, sig) => (exited = `exited (${code ?? sig})`));
-  await waitFor(async () => {
-    if (exited) throw new Error(`redis-server ${exited}:\n${log.join("\n")}`);
-    return redisPing(port);
-  }, { timeoutMs: 10_000, what: `redis-server on port ${port}` });
-  return {
-    port,
-    url: `redis://127.0.0.1:${port}/`,
-    log,
-    stop: () => killChild(proc),
-  };
+  let lastError;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort();
+    const proc = track(
+      spawn(REDIS_SERVER, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
+    const log = tail(proc, "redis", 50);
+    let exited = null;
+    proc.once("exit", (code, sig) => (exited = `exited (${code ?? sig})`));
+    try {
+      await waitFor(async () => {
+        if (exited) throw new Error(`redis-server ${exited}:\n${log.join("\n")}`);
+        const pid = await redisPid(port);
+        if (pid !== null && pid !== proc.pid) throw new Error(`port ${port} is answered by pid ${pid}, not ours`);
+        return pid === proc.pid;
+      }, { timeoutMs: 10_000, what: `redis-server on port ${port}` });
+    } catch (e) {
+      lastError = e;
+      await killChild(proc);
+      continue;
+    }
+    return {
+      port,
+      url: `redis://127.0.0.1:${port}/`,
+      log,
+      stop: () => killChild(proc),
+    };
+  }
+  throw lastError;
 }
 
 // ---- scorecast -------------------------------------------------------------------------------
 
 /**
- * Starts `scorecast --dev` against `redisUrl` on `port` (a free one if not given) and waits for
- * /healthz. Returns {port, base, log, stop(), kill()}.
+ * Starts `scorecast --dev` against `redisUrl` on a port it binds itself (port 0: no port is
+ * picked first and hoped to stay free), read back from its "listening on" line, and waits for
+ * /healthz. Returns {port, base, log, stop()}.
  */
-export async function startServer({ redisUrl, port, extraArgs = [], env = {} }) {
-  port ??= await freePort();
-  const args = ["--dev", "--listen", `127.0.0.1:${port}`, "--redis-url", redisUrl, "--web-dir", WEB_DIR, ...extraArgs];
+export async function startServer({ redisUrl, extraArgs = [], env = {} }) {
+  const args = ["--dev", "--listen", "127.0.0.1:0", "--redis-url", redisUrl, "--web-dir", WEB_DIR, ...extraArgs];
   const proc = track(
     spawn(SCORECAST_BIN, args, {
       cwd: REPO,
@@ -181,10 +218,15 @@ export async function startServer({ redisUrl, port, extraArgs = [], env = {} }) 
       },
     }),
   );
-  const log = tail(proc, `scorecast:${port}`);
+  const log = tail(proc, "scorecast");
   let exited = null;
   proc.once("exit", (code, sig) => (exited = `exited (${code ?? sig})`));
   proc.once("error", (e) => (exited = `failed to spawn: ${e.message}`));
+  const port = await waitFor(() => {
+    if (exited) throw new Error(`scorecast ${exited}:\n${log.join("\n")}`);
+    const line = log.find((l) => /listening on http:\/\/127\.0\.0\.1:\d+/.test(l));
+    return line && Number(line.match(/127\.0\.0\.1:(\d+)/)[1]);
+  }, { timeoutMs: 30_000, what: "scorecast's listening line" });
   const base = `http://127.0.0.1:${port}`;
   await waitFor(async () => {
     if (exited) throw new Error(`scorecast ${exited}:\n${log.join("\n")}`);
@@ -201,30 +243,41 @@ export async function startServer({ redisUrl, port, extraArgs = [], env = {} }) 
   };
 }
 
-/** Redis + scorecast; `restart()` kills the server and starts it again on the same port. */
+/**
+ * Redis + scorecast behind a front proxy whose port the harness holds for the whole test:
+ * pages talk to `stack.base` (the proxy), so `restart()` can start the new server on a port of
+ * its own and point the proxy at it — the address the pages know never changes hands.
+ */
 export async function startStack() {
   const redis = await startRedis();
   let server;
+  let front;
   try {
     server = await startServer({ redisUrl: redis.url });
+    front = await startProxy(server.port);
   } catch (e) {
+    await server?.stop();
     await redis.stop();
     throw e;
   }
   const stack = {
     redis,
     server,
+    front,
     get base() {
-      return stack.server.base;
+      return front.base;
     },
     async restart({ beforeStart } = {}) {
-      const port = stack.server.port;
+      front.target = 0; // until the new server is up, connections are refused
       await stack.server.stop();
+      front.cutAll();
       if (beforeStart) await beforeStart();
-      stack.server = await startServer({ redisUrl: redis.url, port });
+      stack.server = await startServer({ redisUrl: redis.url });
+      front.target = stack.server.port;
       return stack.server;
     },
     async stop() {
+      await front?.close();
       await stack.server?.stop();
       await redis.stop();
     },
@@ -355,10 +408,13 @@ export async function withDiagnostics(getContext, fn) {
  *   proxy.dropServerToClient = true   bytes from the server are swallowed (client→server still flows)
  *   proxy.cutAll()                   destroys every open connection pair
  *   proxy.restore()                  back to normal forwarding (new connections)
+ *   proxy.target = port              new connections go to another port
  */
 export async function startProxy(targetPort) {
   const pairs = new Set();
   const proxy = {
+    /** Where new connections go; may be changed while the proxy runs. */
+    target: targetPort,
     port: 0,
     base: "",
     dropServerToClient: false,
@@ -384,7 +440,7 @@ export async function startProxy(targetPort) {
   };
   const server = net.createServer((client) => {
     proxy.connections += 1;
-    const upstream = net.connect(targetPort, "127.0.0.1");
+    const upstream = net.connect(proxy.target, "127.0.0.1");
     const pair = { client, upstream };
     pairs.add(pair);
     const end = () => {

@@ -192,14 +192,17 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
 
   test("phone-sized screen: compact numbers", () =>
     withDiagnostics(diag, async () => {
+      // Its own board and player: nothing here depends on an earlier test.
+      await putBoard(stack.base, "phone", {});
+      await addScore(stack.base, "phone", "phil", 1_234_567);
       const p = await newPage(browser, { viewport: { width: 390, height: 844 } });
-      await p.goto(`${stack.base}/?board=${BOARD}`);
+      await p.goto(`${stack.base}/?board=phone`);
       await waitConnState(p, "open");
-      await p.waitForSelector('#rows tr[data-player="dave"]');
+      await p.waitForSelector('#rows tr[data-player="phil"]');
       const compact = await p.evaluate(() => import("/sdk/scorecast.js").then((m) => m.formatCompact(1234567)));
       assert.notEqual(compact, "1,234,567");
       await p.waitForFunction(
-        (c) => document.querySelector('#rows tr[data-player="dave"] .score').textContent === c,
+        (c) => document.querySelector('#rows tr[data-player="phil"] .score').textContent === c,
         compact,
         { timeout: 5000 },
       );

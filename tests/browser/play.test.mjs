@@ -145,13 +145,22 @@ describe("2048 page", { timeout: 120_000 }, () => {
 
   test("window.__scorecast.game.move submits exactly the merged points", () =>
     withDiagnostics(diag, async () => {
+      // Its own board, page and guest: nothing here depends on an earlier test.
       const base = stack.base;
-      const player = "guest-ann";
-      const before = await playerScore(base, BOARD, player);
+      const board = "moves";
+      const player = "guest-cid";
+      await putBoard(base, board, {});
+      page = await newPage(browser);
+      await page.goto(`${base}/play?board=${board}&seed=5`);
+      await waitConnState(page, "open");
+      await page.fill("#guest-name", "cid");
+      await page.click("#guest-login");
+      await page.waitForFunction((p) => window.__scorecast.sc.player === p, player, { timeout: 10_000 });
+      const before = (await playerScore(base, board, player)) ?? 0;
       const { dir, gained } = await findMergingMove(page);
       const r = await page.evaluate((d) => window.__scorecast.game.move(d), dir);
       assert.deepEqual(r, { moved: true, gained });
-      await waitFor(async () => (await playerScore(base, BOARD, player)) === before + gained, {
+      await waitFor(async () => (await playerScore(base, board, player)) === before + gained, {
         what: `score ${before} + ${gained}`,
       });
       await page.waitForFunction(
@@ -159,6 +168,7 @@ describe("2048 page", { timeout: 120_000 }, () => {
         `+${gained} accepted`,
         { timeout: 10_000 },
       );
+      await page.context().close();
     }));
 
   test("?board=<id> plays on that board", () =>

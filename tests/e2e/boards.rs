@@ -6,9 +6,11 @@ use std::time::Duration;
 use chrono::{Datelike, TimeZone, Utc};
 use reqwest::Method;
 use scorecast_server::clock::Clock;
+use scorecast_server::config::Settings;
+use scorecast_server::jobs::calendar_season;
 use scorecast_server::limiter::{Algorithm, Limiter, Policy};
 use scorecast_server::store::{Read, Submission};
-use scorecast_shared::{BoardConfig, Codec, ErrorCode, Id, Order};
+use scorecast_shared::{BoardConfig, Codec, ErrorCode, Id, Order, Reset};
 use scorecast_tests::*;
 use serde_json::{json, Value};
 
@@ -134,42 +136,140 @@ async fn rate_limiter_rejects_after_limit() {
     assert!(limiter.try_acquire(&policy, "c-99").await.unwrap().allowed);
 }
 
-/// The sliding case with the article's MutableClock: once the clock moves by the window, the
-/// customer is allowed again; half a window is not enough.
+/// The window slides, checked against the definition (DESIGN §6: a request is allowed when
+/// fewer than `limit` allowed requests lie in `(now − window, now]`) on requests 700 ms apart
+/// for 35 s of injected time, starting off any multiple of the window: a fixed-window limiter,
+/// whatever its alignment, lets a second burst through right after its boundary and fails.
+/// GCRA, at instants off the multiples too: one request per emission interval after the burst.
 #[tokio::test]
 async fn rate_limiter_window_slides_with_injected_clock() {
     let redis = start_redis();
     let conn = scorecast_server::startup::connect(&redis.url())
         .await
         .unwrap();
-    let clock = Clock::manual(1_700_000_000_000);
+    let start = 1_700_000_003_700;
+    let clock = Clock::manual(start);
     let limiter = Limiter::new(conn, clock.clone());
-    for algorithm in [Algorithm::SlidingLog, Algorithm::Gcra] {
-        let policy = Policy {
-            name: format!("{algorithm:?}"),
-            algorithm,
-            limit: 3,
-            window_ms: 10_000,
-        };
-        for _ in 0..3 {
-            assert!(
-                limiter.try_acquire(&policy, "c-42").await.unwrap().allowed,
-                "{algorithm:?}"
+    let (limit, window) = (3usize, 10_000i64);
+    let policy = Policy {
+        name: "slide".into(),
+        algorithm: Algorithm::SlidingLog,
+        limit: limit as u32,
+        window_ms: window as u64,
+    };
+    let mut allowed_at: Vec<i64> = Vec::new();
+    for step in 0..50 {
+        let t = step * 700;
+        clock.set(start + t);
+        let in_window: Vec<i64> = allowed_at
+            .iter()
+            .copied()
+            .filter(|&a| a > t - window)
+            .collect();
+        let expect = in_window.len() < limit;
+        let got = limiter.try_acquire(&policy, "c-42").await.unwrap();
+        assert_eq!(
+            got.allowed, expect,
+            "request at +{t} ms after {allowed_at:?}"
+        );
+        if expect {
+            allowed_at.push(t);
+            assert_eq!(
+                got.remaining as usize,
+                limit - in_window.len() - 1,
+                "at +{t}"
+            );
+        } else {
+            // Allowed again exactly when the oldest request in the window leaves it.
+            assert_eq!(
+                got.retry_after_ms as i64,
+                in_window[0] + window - t,
+                "at +{t}"
             );
         }
-        let refused = limiter.try_acquire(&policy, "c-42").await.unwrap();
-        assert!(!refused.allowed, "{algorithm:?}");
-        clock.advance(1_000);
-        assert!(
-            !limiter.try_acquire(&policy, "c-42").await.unwrap().allowed,
-            "{algorithm:?}"
-        );
-        clock.advance(9_000);
-        assert!(
-            limiter.try_acquire(&policy, "c-42").await.unwrap().allowed,
-            "{algorithm:?} after the window"
-        );
     }
+    assert_eq!(
+        allowed_at,
+        [0, 700, 1400, 10500, 11200, 11900, 21000, 21700, 22400, 31500, 32200, 32900]
+    );
+
+    let gcra = Policy {
+        name: "gcra".into(),
+        algorithm: Algorithm::Gcra,
+        limit: 3,
+        window_ms: 10_000,
+    };
+    clock.set(start + 100_000);
+    for _ in 0..3 {
+        assert!(limiter.try_acquire(&gcra, "c-42").await.unwrap().allowed);
+    }
+    assert!(!limiter.try_acquire(&gcra, "c-42").await.unwrap().allowed);
+    clock.set(start + 103_000); // less than one emission interval (3333 ms) later
+    assert!(!limiter.try_acquire(&gcra, "c-42").await.unwrap().allowed);
+    clock.set(start + 103_400); // one interval: one request, not a fresh burst
+    assert!(limiter.try_acquire(&gcra, "c-42").await.unwrap().allowed);
+    assert!(!limiter.try_acquire(&gcra, "c-42").await.unwrap().allowed);
+}
+
+/// N requests raced through two server instances against a limit L: exactly L are allowed,
+/// for the public-read limiter over HTTP and for a board's submit_limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_race_of_n_requests_against_limit_l_allows_exactly_l() {
+    const N: usize = 60;
+    const L: u32 = 17;
+    let limit = |s: &mut Settings| {
+        s.public_limit.limit = L;
+        s.public_limit.window_ms = 600_000;
+    };
+    let app = spawn_app_with(limit, Clock::Redis).await;
+    let b = app.second_instance_with(limit).await;
+    app.board(
+        "lim",
+        json!({"submit_limit": {"limit": L, "window_ms": 600_000}}),
+    )
+    .await;
+
+    let urls = [app.url("/v1/boards/lim/top"), b.url("/v1/boards/lim/top")];
+    let reads = (0..N).map(|i| {
+        let (http, url) = (app.http.clone(), urls[i % 2].clone());
+        async move { http.get(url).send().await.unwrap().status().as_u16() }
+    });
+    let statuses = futures_util::future::join_all(reads).await;
+    assert_eq!(
+        statuses.iter().filter(|&&s| s == 200).count(),
+        L as usize,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|&&s| s == 429).count(),
+        N - L as usize
+    );
+
+    let states = [app.state.clone(), b.state.clone()];
+    let submits = (0..N).map(|i| {
+        let st = states[i % 2].clone();
+        tokio::spawn(async move {
+            st.submit(&submission("lim", "p", &format!("s{i}"), 1))
+                .await
+        })
+    });
+    let mut ok = 0;
+    for r in futures_util::future::join_all(submits).await {
+        match r.unwrap() {
+            Ok(_) => ok += 1,
+            Err(e) => assert_eq!(e.code, ErrorCode::RateLimited),
+        }
+    }
+    assert_eq!(ok, L as usize);
+    assert_eq!(
+        app.get("/v1/boards/lim/players/p").await.body["score"].as_i64(),
+        None,
+        "read limit reached from this address"
+    );
+    let score = app
+        .get_from([127, 0, 0, 2], "/v1/boards/lim/players/p")
+        .await;
+    assert_eq!(score.body["score"], L, "{:?}", score.body);
 }
 
 /// Two requests in the same millisecond are two entries (members are unique, not the time).
@@ -309,53 +409,79 @@ async fn precision_limit_is_enforced_not_rounded() {
     assert_eq!(app.dump().await, before);
 }
 
-/// 8 tasks × 250 increments of 1 to one player end at exactly 2000 (atomic read-then-write).
-#[tokio::test]
+/// Increments raced through two server instances (each with its own batcher, so nothing in
+/// one process orders them) on a plain and on an `earliest` board (read, decode, add,
+/// re-encode): 2 × 4 tasks × 250 increments of 1 end at exactly 2000, and every increment saw
+/// its own previous total — the acks' scores are exactly 1..=2000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_increments_are_atomic() {
     let app = spawn_app().await;
     // No submit limit: 2000 submissions from one player at once.
     app.board("race", json!({"submit_limit": null})).await;
     let mut tasks = Vec::new();
-    for t in 0..8 {
-        let st = app.state.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in 0..250 {
-                let s = submission("race", "p", &format!("t{t}-{i}"), 1);
-                st.submit(&s).await.unwrap();
+    let b = app.second_instance().await;
+    app.board(
+        "race-e",
+        json!({"tie_break": "earliest", "submit_limit": null}),
+    )
+    .await;
+    for board in ["race", "race-e"] {
+        for (n, st) in [app.state.clone(), b.state.clone()].into_iter().enumerate() {
+            for t in 0..4 {
+                let st = st.clone();
+                tasks.push(tokio::spawn(async move {
+                    let mut scores = Vec::new();
+                    for i in 0..250 {
+                        let s = submission(board, "p", &format!("i{n}-t{t}-{i}"), 1);
+                        scores.push(st.submit(&s).await.unwrap().score);
+                    }
+                    scores
+                }));
             }
-        }));
+        }
+        let mut scores = Vec::new();
+        for t in tasks.drain(..) {
+            scores.extend(t.await.unwrap());
+        }
+        scores.sort_unstable();
+        assert_eq!(scores, (1..=2000).collect::<Vec<i64>>(), "{board}");
+        assert_eq!(
+            app.get(&format!("/v1/boards/{board}/players/p")).await.body["score"],
+            2000,
+            "{board}"
+        );
     }
-    for t in tasks {
-        t.await.unwrap();
-    }
-    assert_eq!(
-        app.get("/v1/boards/race/players/p").await.body["score"],
-        2000
-    );
 }
 
-/// 8 tasks submitting the same id count it once; every answer carries the first result, and
-/// exactly one is not a duplicate.
-#[tokio::test]
+/// 8 tasks on two server instances submitting the same id count it once, on a plain and on an
+/// `earliest` board; every answer carries the first result, and exactly one is not a duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_submission_id_counts_once() {
     let app = spawn_app().await;
+    let b = app.second_instance().await;
     app.board("dup", json!({})).await;
-    let mut tasks = Vec::new();
-    for _ in 0..8 {
-        let st = app.state.clone();
-        tasks.push(tokio::spawn(async move {
-            let s = submission("dup", "p", "c-17", 60);
-            st.submit(&s).await.unwrap()
-        }));
+    app.board("dup-e", json!({"tie_break": "earliest"})).await;
+    for board in ["dup", "dup-e"] {
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let st = if i % 2 == 0 { &app.state } else { &b.state }.clone();
+            tasks.push(tokio::spawn(async move {
+                let s = submission(board, "p", "c-17", 60);
+                st.submit(&s).await.unwrap()
+            }));
+        }
+        let mut firsts = 0;
+        for t in tasks {
+            let a = t.await.unwrap();
+            assert_eq!((a.score, a.rank), (60, 1), "{board}");
+            firsts += usize::from(!a.duplicate);
+        }
+        assert_eq!(firsts, 1, "{board}");
+        assert_eq!(
+            app.get(&format!("/v1/boards/{board}/players/p")).await.body["score"],
+            60
+        );
     }
-    let mut firsts = 0;
-    for t in tasks {
-        let a = t.await.unwrap();
-        assert_eq!((a.score, a.rank), (60, 1));
-        firsts += usize::from(!a.duplicate);
-    }
-    assert_eq!(firsts, 1);
-    assert_eq!(app.get("/v1/boards/dup/players/p").await.body["score"], 60);
     // The same id for another player is another submission.
     let other = submission("dup", "q", "c-17", 5);
     assert!(!app.state.submit(&other).await.unwrap().duplicate);
@@ -441,18 +567,26 @@ async fn around_and_friends() {
     );
 }
 
-/// Display names from the token's `name` claim appear in reads.
+/// Display names come from the token's `name` claim: a player whose token says "Alice A."
+/// submits over WebSocket (the message has no name field) and reads show the name.
 #[tokio::test]
-async fn names_come_from_the_submission() {
+async fn names_come_from_the_token() {
     let app = spawn_app().await;
     app.board("n", json!({})).await;
-    let s = Submission {
-        name: Some("Alice A.".into()),
-        ..submission("n", "alice", "1", 3)
-    };
-    app.state.submit(&s).await.unwrap();
+    let mut alice = scorecast_tests::ws::WsClient::connect(&app.ws_url()).await;
+    let w = alice.hello(&app.token("alice", Some("Alice A."))).await;
+    assert_eq!(w["player"], "alice", "{w}");
+    // A `name` field in the message is not the player's to choose: it is ignored.
+    alice
+        .send_json(
+            json!({"type": "submit", "id": "1", "board": "n", "points": 3, "name": "Mallory"}),
+        )
+        .await;
+    assert_eq!(alice.answer_to("1").await["type"], "ack");
     let top = app.get("/v1/boards/n/top").await;
-    assert_eq!(top.body["entries"][0]["name"], "Alice A.");
+    assert_eq!(top.body["entries"][0]["name"], "Alice A.", "{:?}", top.body);
+    let me = app.get("/v1/boards/n/players?ids=alice").await;
+    assert_eq!(me.body["entries"][0]["name"], "Alice A.");
 }
 
 /// Manual seasons on a `never` board: rollover starts a new season, the old one stays readable
@@ -562,6 +696,70 @@ async fn daily_seasons_turn_over_exactly_at_midnight_utc() {
     assert!(!exists);
 }
 
+/// Weekly and monthly seasons turn over at the exact instant (UTC), in the submission script:
+/// the last millisecond of a week or month scores in the old season, the first in the new one
+/// (ISO weeks across years too), and the season's `start_ms` is the boundary. The Rust
+/// calendar that schedules rollovers names the same seasons at the same instants.
+#[tokio::test]
+async fn weekly_and_monthly_seasons_turn_over_at_the_exact_instant() {
+    let clock = Clock::manual(0);
+    let app = spawn_app_with(|_| {}, clock.clone()).await;
+    let ms = |y, mo, d| {
+        Utc.with_ymd_and_hms(y, mo, d, 0, 0, 0)
+            .unwrap()
+            .timestamp_millis()
+    };
+    let cases = [
+        // board, reset, boundary, season before, season from the boundary on
+        (
+            "w1",
+            Reset::Weekly,
+            ms(2024, 12, 30),
+            "2024-W52",
+            "2025-W01",
+        ),
+        ("w2", Reset::Weekly, ms(2021, 1, 4), "2020-W53", "2021-W01"),
+        ("w3", Reset::Weekly, ms(2026, 3, 2), "2026-W09", "2026-W10"),
+        ("m1", Reset::Monthly, ms(2025, 1, 1), "2024-12", "2025-01"),
+        ("m2", Reset::Monthly, ms(2024, 3, 1), "2024-02", "2024-03"),
+    ];
+    for (board, reset, boundary, before, after) in cases {
+        clock.set(boundary - 1);
+        let r = if reset == Reset::Weekly {
+            "weekly"
+        } else {
+            "monthly"
+        };
+        app.board(board, json!({"reset": r})).await;
+        assert_eq!(app.score(board, "a", 1).await["season"], before, "{board}");
+        assert_eq!(
+            calendar_season(reset, boundary - 1).map(|s| s.0).as_deref(),
+            Some(before)
+        );
+        clock.set(boundary);
+        assert_eq!(app.score(board, "a", 1).await["season"], after, "{board}");
+        let (name, start, _) = calendar_season(reset, boundary).unwrap();
+        assert_eq!((name.as_str(), start), (after, boundary), "{board}");
+        let seasons = app.get(&format!("/v1/boards/{board}/seasons")).await;
+        let current = seasons.body["seasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["current"] == true)
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            (current["season"].as_str(), current["start_ms"].as_i64()),
+            (Some(after), Some(boundary)),
+            "{board}"
+        );
+        let old = app
+            .get(&format!("/v1/boards/{board}/players/a?season={before}"))
+            .await;
+        assert_eq!(old.body["score"], 1, "{board}");
+    }
+}
+
 /// The Lua calendar (season names) agrees with chrono on random instants, weekly and monthly.
 #[tokio::test]
 async fn lua_calendar_agrees_with_chrono() {
@@ -669,12 +867,32 @@ async fn config_change_that_reinterprets_scores_is_refused() {
     app.board("c", json!({})).await;
     app.board("c", json!({"order": "asc"})).await; // no scores yet: fine
     app.score("c", "a", 1).await;
-    let before = app.dump().await;
-    let r = app
-        .admin(Method::PUT, "/admin/boards/c", json!({"order": "desc"}))
+    app.board("ce", json!({"tie_break": "earliest", "time_bits": 26}))
         .await;
-    assert_eq!((r.status.as_u16(), r.code()), (409, "conflict"));
-    assert_eq!(app.dump().await, before);
+    app.score("ce", "a", 1).await;
+    let before = app.dump().await;
+    for (board, change) in [
+        ("c", json!({"order": "desc"})),
+        ("c", json!({"order": "asc", "tie_break": "earliest"})),
+        ("ce", json!({"tie_break": "none"})),
+        ("ce", json!({"tie_break": "earliest", "resolution_ms": 10})),
+        ("ce", json!({"tie_break": "earliest", "time_bits": 20})),
+        ("ce", json!({"tie_break": "earliest", "order": "asc"})),
+    ] {
+        let r = app
+            .admin(
+                Method::PUT,
+                &format!("/admin/boards/{board}"),
+                change.clone(),
+            )
+            .await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (409, "conflict"),
+            "{board} {change}"
+        );
+        assert_eq!(app.dump().await, before, "{board} {change}");
+    }
     let ok = app
         .admin(
             Method::PUT,
@@ -698,7 +916,7 @@ async fn config_change_that_reinterprets_scores_is_refused() {
         .iter()
         .map(|b| b["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["c"]);
+    assert_eq!(ids, ["c", "ce"]);
 }
 
 /// The audit log lists accepted submissions newest first; DELETE removes a player.
@@ -974,7 +1192,9 @@ async fn bad_input_is_refused_and_changes_nothing() {
     assert_eq!(app.dump().await, before);
 }
 
-/// Public reads are limited per client address with the IETF headers on 429.
+/// Public reads are limited per client address: one address spending its limit leaves another
+/// untouched (a global limiter fails here). Every answer carries the IETF headers, the 429 its
+/// `Retry-After`; CORS reaches a 429 and a real 404 alike; admin endpoints are not limited.
 #[tokio::test]
 async fn public_reads_are_rate_limited_per_address() {
     let app = spawn_app_with(
@@ -993,21 +1213,48 @@ async fn public_reads_are_rate_limited_per_address() {
             r.headers["ratelimit-remaining"],
             remaining.to_string().as_str()
         );
+        assert_eq!(r.headers["ratelimit-limit"], "3");
+        let reset: u64 = r.headers["ratelimit-reset"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&reset), "RateLimit-Reset {reset}");
     }
     let r = app.get("/v1/boards/b/top").await;
     assert_eq!((r.status.as_u16(), r.code()), (429, "rate_limited"));
     let retry: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry));
     assert_eq!(r.headers["ratelimit-limit"], "3");
+    assert_eq!(r.headers["ratelimit-remaining"], "0");
+    let reset: u64 = r.headers["ratelimit-reset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&reset), "RateLimit-Reset {reset}");
     // A browser on any origin can read the refusal and its headers.
     assert_eq!(r.headers["access-control-allow-origin"], "*");
     assert!(r.headers["access-control-expose-headers"]
         .to_str()
         .unwrap()
         .contains("RateLimit-Remaining"));
-    let unknown = app.get("/v1/boards/nope/top").await;
+
+    // Another address has its own allowance.
+    let other = app.get_from([127, 0, 0, 2], "/v1/boards/b/top").await;
+    assert_eq!(other.status, 200, "{:?}", other.body);
+    assert_eq!(other.headers["ratelimit-remaining"], "2");
+    // …and the first is still refused.
+    assert_eq!(app.get("/v1/boards/b/top").await.status, 429);
+
+    // CORS on a real 404 (from a third address, so it is not a 429).
+    let unknown = app.get_from([127, 0, 0, 3], "/v1/boards/nope/top").await;
+    assert_eq!(
+        (unknown.status.as_u16(), unknown.code()),
+        (404, "unknown_board")
+    );
     assert_eq!(unknown.headers["access-control-allow-origin"], "*");
-    assert_eq!(r.headers["ratelimit-remaining"], "0");
+
     // Admin endpoints are not limited, and send no CORS headers.
     let admin = app
         .admin(
@@ -1108,7 +1355,8 @@ async fn dev_profile_guest_login() {
 }
 
 /// A board's group-commit batcher retires when idle, so made-up board ids hold no task or
-/// memory; the next submission starts a fresh one and nothing is refused in between.
+/// memory: every one of 20 unknown boards and the real one gets a batcher, all 21 retire, and
+/// the next submission starts a fresh one with nothing refused in between.
 #[tokio::test]
 async fn idle_batchers_retire_and_restart() {
     let redis = start_redis();
@@ -1116,7 +1364,7 @@ async fn idle_batchers_retire_and_restart() {
         .await
         .unwrap();
     let store = scorecast_server::store::Store::new(conn, Clock::Redis)
-        .with_batcher_idle(Duration::from_millis(50));
+        .with_batcher_idle(Duration::from_secs(1));
     let mut c = redis::Client::open(redis.url())
         .unwrap()
         .get_multiplexed_async_connection()
@@ -1130,33 +1378,30 @@ async fn idle_batchers_retire_and_restart() {
         .await
         .unwrap();
 
-    for n in 0..20 {
-        let e = store
-            .submit(&submission(&format!("ghost{n}"), "p", "1", 1))
-            .await
-            .unwrap_err();
-        assert_eq!(e.code, ErrorCode::UnknownBoard);
+    // All at once, so that none has been idle for its second when they are counted.
+    let ghosts = (0..20).map(|n| {
+        let store = store.clone();
+        async move {
+            store
+                .submit(&submission(&format!("ghost{n}"), "p", "1", 1))
+                .await
+        }
+    });
+    let real = submission("real", "p", "1", 5);
+    let (ghosts, real) = tokio::join!(futures_util::future::join_all(ghosts), store.submit(&real));
+    assert_eq!(store.batching_boards(), 21);
+    for e in ghosts {
+        assert_eq!(e.unwrap_err().code, ErrorCode::UnknownBoard);
     }
-    assert_eq!(
-        store
-            .submit(&submission("real", "p", "1", 5))
-            .await
-            .unwrap()
-            .score,
-        5
-    );
-    assert!(store.batching_boards() >= 1);
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while store.batching_boards() > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "batchers never retired"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    assert_eq!(real.unwrap().score, 5);
+    eventually("every batcher retires", || async {
+        store.batching_boards() == 0
+    })
+    .await;
     let again = store
         .submit(&submission("real", "p", "2", 5))
         .await
         .unwrap();
     assert_eq!((again.score, again.duplicate), (10, false));
+    assert_eq!(store.batching_boards(), 1);
 }

@@ -8,3 +8,9 @@ mod queues;
 mod seasons_jobs;
 mod ws;
 mod ws_limits;
+
+// Promises proven from outside the code that keeps them (issue 8): tokens and origins, the
+// real binary as a process, hash slots on a cluster node.
+mod auth;
+mod cluster;
+mod process;

@@ -12,7 +12,7 @@ use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
 use scorecast_server::queue::{NewJob, Queue, Requeued};
 use scorecast_shared::Id;
-use scorecast_tests::{spawn_app_with, TestApp, ADMIN_TOKEN};
+use scorecast_tests::{eventually, spawn_app_with, TestApp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 /// 2025-03-10T12:00:00Z, a fixed start for manual clocks.
@@ -120,8 +120,8 @@ async fn take_blocks_without_holding_the_shared_connection() {
         let q = q.clone();
         tokio::spawn(async move { q.take(Duration::from_secs(10)).await })
     };
-    // Give the taker time to block, then use the shared connection: it must answer at once.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Once the taker is blocked in Redis, the shared connection must still answer at once.
+    app.wait_blocked_clients(1).await;
     let started = Instant::now();
     assert_eq!(q.counts().await.unwrap().ready, 0);
     assert!(
@@ -421,10 +421,20 @@ async fn the_promoter_sleeps_until_due_and_wakes_for_earlier_jobs() {
     let app = spawn_app_with(|_| {}, Clock::Redis).await;
     let q = queue(&app, "later");
     // The promoter now sleeps towards a job an hour away (capped), not polling.
+    // Each sweep of the promoter or the reaper lists the queues (one SMEMBERS): wait for the
+    // start-up sweeps of both, then for the promoter's sweep that the far job wakes.
+    eventually("the start-up sweeps", || async {
+        app.redis_command_calls("smembers").await >= 2
+    })
+    .await;
+    let swept = app.redis_command_calls("smembers").await;
     q.enqueue(job("k", json!(0)).id(id("far")).after(3_600_000))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually("the promoter sweeps for the far job", || async {
+        app.redis_command_calls("smembers").await > swept
+    })
+    .await;
 
     let started = Instant::now();
     q.enqueue(job("k", json!(1)).id(id("soon")).after(300))
@@ -495,7 +505,8 @@ async fn a_long_poll_claim_times_out_with_204_without_blocking_others() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // All four wait in Redis (BLPOP on their own connections) before the shared one is used.
+    app.wait_blocked_clients(4).await;
     let during = Instant::now();
     let counts = app
         .call(Method::GET, "/admin/queues/idle", None, true)
@@ -894,4 +905,113 @@ async fn an_id_left_by_a_crashed_take_is_free_again() {
     // A job that is really present still refuses its id.
     let dup = q.enqueue(job("work", json!({})).id(id("x"))).await;
     assert_eq!(dup.unwrap_err().code, scorecast_shared::ErrorCode::Conflict);
+}
+
+/// A lease token is valid until its job is acked, nacked, reaped or re-claimed: after a nack
+/// and after a reap (before anyone re-claims) `ack`, `nack` and `extend` are 409 `lease_lost`
+/// and change nothing; a lease past its deadline that no reaper has swept yet is still valid.
+#[tokio::test]
+async fn lease_tokens_end_with_nack_and_reap_not_with_the_deadline() {
+    let app = manual_app().await;
+    let q = queue(&app, "mail");
+    let late = |path: &'static str, token: String| {
+        let app = &app;
+        async move {
+            app.admin(
+                Method::POST,
+                &format!("/admin/queues/mail/jobs/m1/{path}"),
+                if path == "extend" {
+                    json!({"token": token, "lease_ms": 1000})
+                } else {
+                    json!({"token": token})
+                },
+            )
+            .await
+        }
+    };
+    q.enqueue(job("email", json!(1)).id(id("m1")))
+        .await
+        .unwrap();
+
+    // Nacked: the token is spent.
+    let c = q.claim(Duration::from_millis(1000)).await.unwrap().unwrap();
+    q.nack(&id("m1"), &c.lease.token, Some(Duration::from_millis(0)))
+        .await
+        .unwrap();
+    let before = app.dump().await;
+    for path in ["ack", "nack", "extend"] {
+        let r = late(path, c.lease.token.clone()).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (409, "lease_lost"),
+            "{path} after nack"
+        );
+        assert_eq!(
+            app.dump().await,
+            before,
+            "{path} after nack changed something"
+        );
+    }
+
+    // Reaped, not yet re-claimed: spent too.
+    let c = q.claim(Duration::from_millis(1000)).await.unwrap().unwrap();
+    app.clock.advance(1000);
+    assert_eq!(q.reap().await.unwrap().moved, 1);
+    let before = app.dump().await;
+    for path in ["ack", "nack", "extend"] {
+        let r = late(path, c.lease.token.clone()).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (409, "lease_lost"),
+            "{path} after reap"
+        );
+        assert_eq!(
+            app.dump().await,
+            before,
+            "{path} after reap changed something"
+        );
+    }
+    assert_eq!(q.counts().await.unwrap().ready, 1);
+
+    // Past its deadline but not reaped: the holder may still ack (recovery is by the reaper).
+    let c = q.claim(Duration::from_millis(1000)).await.unwrap().unwrap();
+    app.clock.advance(5000);
+    let r = late("ack", c.lease.token.clone()).await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    assert_eq!(q.counts().await.unwrap(), Default::default());
+}
+
+/// Backoff is capped: with base 1 s and cap 3 s, the delays after attempts 3 to 7 stay within
+/// [cap/2, cap] instead of doubling on.
+#[tokio::test]
+async fn backoff_is_capped() {
+    let app = spawn_app_with(
+        |s| {
+            no_workers(s);
+            s.queues.backoff_base_ms = 1_000;
+            s.queues.backoff_max_ms = 3_000;
+        },
+        Clock::manual(T0),
+    )
+    .await;
+    let q = queue(&app, "capped");
+    q.enqueue(job("k", json!(null)).id(id("c")).max_attempts(10))
+        .await
+        .unwrap();
+    for attempt in 1..=7u32 {
+        let c = q.claim(LEASE).await.unwrap().expect("due");
+        assert_eq!(c.job.attempts, attempt);
+        let Requeued::Delayed { delay_ms, .. } =
+            q.nack(&id("c"), &c.lease.token, None).await.unwrap()
+        else {
+            panic!("attempt {attempt} should back off");
+        };
+        let d = (1_000i64 << (attempt - 1)).min(3_000);
+        assert!(
+            (d / 2..=d).contains(&delay_ms),
+            "attempt {attempt}: {delay_ms} not in [{}, {d}]",
+            d / 2
+        );
+        app.clock.advance(delay_ms);
+    }
 }

@@ -1,6 +1,7 @@
-//! The end-to-end harness: real `redis-server` processes on free loopback ports (the article's
-//! Testcontainers, without Docker) and the real server on port 0 against them. Each test gets
-//! its own Redis, so tests never share keys.
+//! The end-to-end harness: real `redis-server` processes on loopback (the article's
+//! Testcontainers, without Docker), each behind a relay whose port the harness holds (see
+//! [`test_redis`]), and the real server on port 0 against them. Each test gets its own Redis, so
+//! tests never share keys.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +17,11 @@ use scorecast_server::state::AppState;
 use scorecast_shared::Id;
 use serde_json::{json, Value};
 
+pub mod process;
+pub mod test_redis;
 pub mod ws;
+
+pub use crate::test_redis::TestRedis;
 
 pub use scorecast_server;
 pub use scorecast_shared;
@@ -46,9 +51,16 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-/// A private redis-server (AOF on, so a restart keeps the data).
+/// A private redis-server (AOF on), proven to be this test's own (see [`test_redis`]); for
+/// tests that never restart it.
 pub fn start_redis() -> RedisProcess {
-    RedisProcess::start(&temp_dir("redis"), true).expect("start redis-server")
+    test_redis::start_ours(&temp_dir("redis"), true).expect("start redis-server")
+}
+
+/// A private redis-server (AOF on, so a restart keeps the data) behind a relay whose address
+/// survives restarts: what [`spawn_app`] gives each test.
+pub fn start_test_redis() -> TestRedis {
+    TestRedis::start(&temp_dir("redis"), true).expect("start redis-server")
 }
 
 /// Settings for a test server on port 0 against `redis_url`.
@@ -66,7 +78,7 @@ pub fn test_settings(redis_url: &str) -> Settings {
 pub struct TestApp {
     pub addr: String,
     pub port: u16,
-    pub redis: RedisProcess,
+    pub redis: TestRedis,
     pub state: AppState,
     pub http: reqwest::Client,
     pub clock: Clock,
@@ -80,14 +92,14 @@ pub async fn spawn_app() -> TestApp {
 
 /// Starts a real Redis and a real server, after `tweak` adjusts the settings.
 pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings), clock: Clock) -> TestApp {
-    let redis = start_redis();
+    let redis = start_test_redis();
     let mut settings = test_settings(&redis.url());
     tweak(&mut settings);
     spawn_on(redis, settings, clock).await
 }
 
 /// Starts a server against an already running Redis.
-pub async fn spawn_on(redis: RedisProcess, settings: Settings, clock: Clock) -> TestApp {
+pub async fn spawn_on(redis: TestRedis, settings: Settings, clock: Clock) -> TestApp {
     let app = Application::build_with_clock(settings, clock.clone())
         .await
         .expect("build app");
@@ -197,6 +209,16 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A raw connection to redis-server itself, past the relay (it works while the relay
+    /// refuses new connections).
+    pub async fn redis_conn_direct(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.redis.direct_url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+
     /// Every key and its value type/content, to prove that a refused request changed nothing.
     pub async fn dump(&self) -> Vec<(String, String)> {
         let mut c = self.redis_conn().await;
@@ -218,5 +240,170 @@ impl TestApp {
             out.push((k, format!("{v:?}")));
         }
         out
+    }
+}
+
+/// Another server instance on the same Redis as a [`TestApp`] (DESIGN §4: several instances may
+/// share one Redis).
+pub struct Instance {
+    pub port: u16,
+    pub state: AppState,
+    pub handle: actix_web::dev::ServerHandle,
+}
+
+impl Instance {
+    pub fn ws_url(&self) -> String {
+        format!("ws://127.0.0.1:{}/ws", self.port)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl TestApp {
+    /// A second server instance on this app's Redis, with the same settings tweaks applied.
+    pub async fn second_instance_with(&self, tweak: impl FnOnce(&mut Settings)) -> Instance {
+        let mut settings = test_settings(&self.redis.url());
+        tweak(&mut settings);
+        let app = Application::build_with_clock(settings, self.clock.clone())
+            .await
+            .expect("second instance");
+        let (port, state, handle) = (app.port(), app.state().clone(), app.handle());
+        tokio::spawn(app.run_until_stopped());
+        Instance {
+            port,
+            state,
+            handle,
+        }
+    }
+
+    pub async fn second_instance(&self) -> Instance {
+        self.second_instance_with(|_| {}).await
+    }
+
+    /// One field of Redis `INFO` (e.g. `blocked_clients`), as a number.
+    pub async fn redis_info(&self, field: &str) -> i64 {
+        let mut c = self.redis_conn().await;
+        let info: String = redis::cmd("INFO").query_async(&mut c).await.unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .unwrap_or_else(|| panic!("no {field} in INFO"))
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// How many times Redis has run `command` (lower case), from `INFO commandstats`.
+    pub async fn redis_command_calls(&self, command: &str) -> u64 {
+        let mut c = self.redis_conn().await;
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits (bounded) until at least `n` clients are blocked in Redis (BZPOPMIN, BLPOP…):
+    /// the event a test about blocking waits must see before it acts.
+    pub async fn wait_blocked_clients(&self, n: i64) {
+        let deadline = std::time::Instant::now() + EVENTUALLY;
+        loop {
+            let blocked = self.redis_info("blocked_clients").await;
+            if blocked >= n {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "only {blocked} of {n} clients blocked in Redis after {EVENTUALLY:?}"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// A public-read request from another loopback address (Linux routes all of 127/8 to lo).
+    pub async fn get_from(&self, ip: [u8; 4], path: &str) -> Resp {
+        let http = reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from(ip))
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let res = http.get(self.url(path)).send().await.expect("request");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap_or_default();
+        Resp {
+            status,
+            headers,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// How long a test waits for something that should happen: a bound on failure only, generous
+/// because two shared cores under four builds are slow; a passing test never waits it out.
+pub const EVENTUALLY: Duration = Duration::from_secs(10);
+/// How often a bounded wait re-checks its condition.
+pub const POLL: Duration = Duration::from_millis(10);
+
+/// Re-checks `cond` until it holds; panics with `what` after [`EVENTUALLY`].
+pub async fn eventually<F, Fut>(what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + EVENTUALLY;
+    while !cond().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {EVENTUALLY:?}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// A player token signed with the test secret, valid for an hour.
+pub fn player_token(player: &str, name: Option<&str>) -> String {
+    Tokens::new(&Secret::new(TOKEN_SECRET)).issue(&Id::parse(player).unwrap(), name, 3600)
+}
+
+/// Keeps the redis-server at `url` busy for `ms` with a script that spins (scripts run one at a
+/// time), and returns once it is busy: a PING on another connection no longer answers within
+/// 100 ms. The handle ends when the script does.
+pub async fn hold_redis_busy(url: &str, ms: u64) -> tokio::task::JoinHandle<()> {
+    let client = redis::Client::open(url).unwrap();
+    // Its own connection without a response timeout (redis-rs gives async connections 500 ms).
+    let mut blocker = client
+        .get_multiplexed_async_connection_with_config(
+            &redis::AsyncConnectionConfig::new().set_response_timeout(None),
+        )
+        .await
+        .unwrap();
+    let mut probe = client.get_multiplexed_async_connection().await.unwrap();
+    let busy = tokio::spawn(async move {
+        let _: () = redis::cmd("EVAL")
+            .arg("local t = redis.call('TIME'); local stop = t[1] * 1000000 + t[2] + ARGV[1] * 1000; repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= stop")
+            .arg(0)
+            .arg(ms)
+            .query_async(&mut blocker)
+            .await
+            .unwrap();
+    });
+    let deadline = std::time::Instant::now() + Duration::from_millis(ms);
+    loop {
+        let cmd = redis::cmd("PING");
+        let ping = cmd.query_async::<String>(&mut probe);
+        if tokio::time::timeout(Duration::from_millis(100), ping)
+            .await
+            .is_err()
+        {
+            return busy;
+        }
+        assert!(std::time::Instant::now() < deadline, "Redis never got busy");
     }
 }

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use jsonwebtoken::Algorithm;
+
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
@@ -14,8 +16,10 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::TOKEN_SECRET;
 
-/// How long a test waits for a message it expects (a bound, never a synchronisation sleep).
-pub const WAIT: Duration = Duration::from_secs(5);
+/// How long a test waits for a message it expects: a bound on failure, never a synchronisation
+/// sleep, and generous, because a loaded 2-core machine is slow (a passing test never waits it
+/// out).
+pub const WAIT: Duration = crate::EVENTUALLY;
 
 pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -212,7 +216,8 @@ fn b64url(data: &[u8]) -> String {
     out
 }
 
-fn now_s() -> i64 {
+/// Seconds since the epoch, as token claims count them.
+pub fn now_s() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
@@ -227,14 +232,19 @@ pub fn none_alg_token(player: &str) -> String {
     format!("{header}.{claims}.")
 }
 
-fn hs256(secret: &str, claims: Value) -> String {
+/// A token with exactly these claims, signed with `alg` and `secret`.
+pub fn signed(alg: Algorithm, secret: &str, claims: Value) -> String {
     let key = jsonwebtoken::EncodingKey::from_secret(secret.as_bytes());
-    jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
-        &claims,
-        &key,
-    )
-    .expect("sign")
+    jsonwebtoken::encode(&jsonwebtoken::Header::new(alg), &claims, &key).expect("sign")
+}
+
+fn hs256(secret: &str, claims: Value) -> String {
+    signed(Algorithm::HS256, secret, claims)
+}
+
+/// A token signed with the test secret carrying exactly `claims`.
+pub fn token_with(claims: Value) -> String {
+    hs256(TOKEN_SECRET, claims)
 }
 
 /// A valid HS256 token signed with a secret the server does not know.

@@ -1,0 +1,315 @@
+//! The real `scorecast` binary as a child process: SIGTERM with submissions in flight, the
+//! embedded Redis default, and secrets kept out of its output.
+
+use std::collections::{HashMap, HashSet};
+
+use redis::AsyncCommands;
+use scorecast_tests::process::ServerProcess;
+use scorecast_tests::ws::{Incoming, WsClient, WAIT};
+use scorecast_tests::{
+    hold_redis_busy, player_token, root, start_test_redis, temp_dir, ADMIN_TOKEN, TOKEN_SECRET,
+};
+use serde_json::{json, Value};
+
+/// The program under test: `server/src/main.rs`, built by cargo for these tests.
+fn bin() -> std::path::PathBuf {
+    scorecast_tests::process::scorecast_bin(env!("CARGO_BIN_EXE_scorecast-e2e"))
+}
+
+/// Secrets and settings for a child server, as a deployment would pass them.
+fn env() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("SCORECAST_ADMIN_TOKEN", ADMIN_TOKEN),
+        ("SCORECAST_TOKEN_SECRET", TOKEN_SECRET),
+        ("RUST_LOG", "debug"),
+    ]
+}
+
+async fn put_board(port: u16, board: &str) {
+    let r = reqwest::Client::new()
+        .put(format!("http://127.0.0.1:{port}/admin/boards/{board}"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"submit_limit": null}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+/// SIGTERM while submissions are in flight (read by the server, waiting on a busy Redis): each
+/// one is answered — `ack`, or `rejected` `unavailable` — before its socket closes with 1001,
+/// every socket (a spectator's too) closes with 1001, the process exits 0, and what Redis holds
+/// matches the answers: every ack applied, nothing applied that was not answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_answers_submissions_in_flight_and_closes_with_1001() {
+    const PLAYERS: usize = 3;
+    const EACH: usize = 40; // below the session's in-flight bound, so all are read at once
+    let redis = start_test_redis();
+    let web = root().join("web");
+    let mut server = ServerProcess::start(
+        &bin(),
+        &temp_dir("sigterm"),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--redis-url",
+            &redis.url(),
+            "--web-dir",
+            web.to_str().unwrap(),
+        ],
+        &env(),
+    );
+    put_board(server.port, "b").await;
+    let url = format!("ws://127.0.0.1:{}/ws", server.port);
+    let mut spectator = WsClient::connect(&url).await;
+    spectator.subscribe("b", "top", json!({})).await;
+    let mut players = Vec::new();
+    for p in 0..PLAYERS {
+        let mut c = WsClient::connect(&url).await;
+        let w = c.hello(&player_token(&format!("p{p}"), None)).await;
+        assert_eq!(w["type"], "welcome", "{w}");
+        players.push(c);
+    }
+
+    // Redis is busy for 2 s: submissions sent now are read and wait for it.
+    let busy = hold_redis_busy(&redis.url(), 2_000).await;
+    for (p, c) in players.iter_mut().enumerate() {
+        for i in 0..EACH {
+            c.send_json(
+                json!({"type": "submit", "id": format!("p{p}-{i}"), "board": "b", "points": 1}),
+            )
+            .await;
+        }
+        // Frames are read in order: once the pong is back, every submission is in flight.
+        c.send_json(json!({"type": "ping"})).await;
+        c.recv_until(WAIT, |v| {
+            assert!(
+                v["type"] != "ack" && v["type"] != "rejected",
+                "answered before SIGTERM: {v}"
+            );
+            v["type"] == "pong"
+        })
+        .await;
+    }
+    server.sigterm();
+
+    let mut acked: HashMap<String, HashSet<String>> = HashMap::new();
+    let mut unavailable: HashMap<String, HashSet<String>> = HashMap::new();
+    for (p, c) in players.iter_mut().enumerate() {
+        let mut answers: HashMap<String, Value> = HashMap::new();
+        let code = loop {
+            match c.next_within(WAIT).await {
+                Some(Incoming::Json(v)) if v["type"] == "ack" || v["type"] == "rejected" => {
+                    let id = v["id"].as_str().unwrap().to_owned();
+                    assert!(
+                        answers.insert(id, v.clone()).is_none(),
+                        "answered twice: {v}"
+                    );
+                }
+                Some(Incoming::Json(_)) => {}
+                Some(Incoming::Closed(code)) => break code,
+                None => panic!("p{p}: the socket was never closed"),
+            }
+        };
+        assert_eq!(code, Some(1001), "p{p}");
+        for i in 0..EACH {
+            let id = format!("p{p}-{i}");
+            let a = answers
+                .get(&id)
+                .unwrap_or_else(|| panic!("{id} was in flight and never answered"));
+            assert!(
+                a["type"] == "ack" || a["code"] == "unavailable",
+                "{id}: {a}"
+            );
+            let set = if a["type"] == "ack" {
+                &mut acked
+            } else {
+                &mut unavailable
+            };
+            set.entry(format!("p{p}")).or_default().insert(id);
+        }
+    }
+    assert_eq!(spectator.expect_close(WAIT).await, Some(1001));
+    let status = server
+        .wait_exit()
+        .expect("scorecast did not exit after SIGTERM");
+    assert!(status.success(), "{status}");
+    busy.await.unwrap();
+
+    // Redis holds exactly what was acked.
+    let mut c = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let log: redis::streams::StreamRangeReply = c.xrange_all("lb:{b}:log").await.unwrap();
+    let mut logged: HashMap<String, HashSet<String>> = HashMap::new();
+    for e in &log.ids {
+        let player: String = e.get("player").unwrap();
+        let id: String = e.get("id").unwrap();
+        logged.entry(player).or_default().insert(id);
+    }
+    // Every ack was applied; anything else applied was answered `unavailable` (a reply that
+    // timed out, applied later: the client's retry with the same id is a duplicate).
+    for p in 0..PLAYERS {
+        let player = format!("p{p}");
+        let (log, ack) = (
+            logged.remove(&player).unwrap_or_default(),
+            acked.remove(&player).unwrap_or_default(),
+        );
+        assert!(
+            ack.is_subset(&log),
+            "{player}: acked but not applied: {:?}",
+            ack.difference(&log)
+        );
+        let extra: HashSet<_> = log.difference(&ack).cloned().collect();
+        let unavail = unavailable.remove(&player).unwrap_or_default();
+        assert!(
+            extra.is_subset(&unavail),
+            "{player}: applied, never answered: {extra:?}"
+        );
+        let score: Option<i64> = c.zscore("lb:{b}:s:all", &player).await.unwrap();
+        assert_eq!(score.unwrap_or(0), log.len() as i64, "{player}");
+    }
+    assert!(logged.is_empty(), "{logged:?}");
+}
+
+/// With no Redis URL, `scorecast` starts its own redis-server (data under `./data`, AOF on),
+/// serves from it, and stops it when it exits; a restart finds the data again.
+#[tokio::test]
+async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
+    let cwd = temp_dir("embedded");
+    let web = root().join("web");
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--web-dir",
+        web.to_str().unwrap(),
+    ];
+    let mut server = ServerProcess::start(&bin(), &cwd, &args, &env());
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{}", server.port);
+    assert_eq!(
+        http.get(format!("{base}/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    put_board(server.port, "b").await;
+    let r = http
+        .post(format!("{base}/admin/boards/b/players/alice/score"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"points": 42}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let redis_pid = children_named(server.pid(), "redis-server");
+    assert_eq!(redis_pid.len(), 1, "one redis-server child: {redis_pid:?}");
+    assert!(cwd.join("data").is_dir(), "data under ./data");
+
+    server.sigterm();
+    assert!(server.wait_exit().expect("exit after SIGTERM").success());
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", redis_pid[0])).exists(),
+        "the embedded redis-server was stopped"
+    );
+    let aof = std::fs::read_dir(cwd.join("data"))
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().contains("appendonly"));
+    assert!(aof, "AOF on");
+
+    let server = ServerProcess::start(&bin(), &cwd, &args, &env());
+    let r = http
+        .get(format!(
+            "http://127.0.0.1:{}/v1/boards/b/players/alice",
+            server.port
+        ))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["score"], 42, "{body}");
+}
+
+/// The pids of `parent`'s children whose command is `name` (from /proc).
+fn children_named(parent: u32, name: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // pid (comm) state ppid ...
+            let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+            let ppid = after.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+            ppid == Some(parent) && stat.contains(&format!("({name}"))
+        })
+        .collect()
+}
+
+/// Secrets never appear in the output, at debug level, across start-up, requests with right
+/// and wrong credentials, WebSocket traffic and shutdown — neither the admin token, nor the
+/// token secret, nor the Redis password in the URL.
+#[tokio::test]
+async fn secrets_never_appear_in_the_logs() {
+    const REDIS_PASSWORD: &str = "redis-password-6f1d2c3b4a";
+    let redis = start_test_redis();
+    let mut c = redis::Client::open(redis.direct_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg(REDIS_PASSWORD)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let url = format!("redis://:{REDIS_PASSWORD}@127.0.0.1:{}/", redis.port());
+    let web = root().join("web");
+    let mut server = ServerProcess::start(
+        &bin(),
+        &temp_dir("secrets"),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--redis-url",
+            &url,
+            "--web-dir",
+            web.to_str().unwrap(),
+        ],
+        &env(),
+    );
+    put_board(server.port, "b").await;
+    let http = reqwest::Client::new();
+    let wrong = http
+        .put(format!("http://127.0.0.1:{}/admin/boards/c", server.port))
+        .bearer_auth(format!("{ADMIN_TOKEN}x"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let mut ws = WsClient::connect(&format!("ws://127.0.0.1:{}/ws", server.port)).await;
+    let bad = ws.hello("not.a.token").await;
+    assert_eq!(bad["code"], "unauthorized");
+    let w = ws.hello(&player_token("alice", None)).await;
+    assert_eq!(w["player"], "alice");
+    assert_eq!(ws.submit("1", "b", 5).await["type"], "ack");
+    server.sigterm();
+    assert!(server.wait_exit().is_some());
+
+    let out = server.output();
+    assert!(
+        out.contains("listening on"),
+        "the output was captured: {out}"
+    );
+    for secret in [ADMIN_TOKEN, TOKEN_SECRET, REDIS_PASSWORD] {
+        assert!(!out.contains(secret), "{secret} printed:\n{out}");
+    }
+}

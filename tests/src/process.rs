@@ -1,0 +1,131 @@
+//! The real `scorecast` binary as a child process: for what only a process shows — signals,
+//! its log output, the embedded redis-server it starts and stops.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::EVENTUALLY;
+
+/// The `scorecast` program: `server/src/main.rs`, built by cargo as this package's
+/// `scorecast-e2e` bin before the end-to-end tests run. Only an integration test knows its
+/// path, so the e2e crate passes `env!("CARGO_BIN_EXE_scorecast-e2e")` in.
+pub fn scorecast_bin(path: &str) -> PathBuf {
+    let p = PathBuf::from(path);
+    assert!(p.is_file(), "no scorecast binary at {}", p.display());
+    p
+}
+
+/// A running `scorecast` process; killed when dropped.
+pub struct ServerProcess {
+    child: Child,
+    pub port: u16,
+    /// Everything it printed so far (stdout and stderr).
+    output: Arc<Mutex<String>>,
+}
+
+impl ServerProcess {
+    /// Starts `scorecast ARGS` in `cwd` with exactly the environment `env` (plus PATH), and
+    /// waits for the line that gives its port.
+    pub fn start(bin: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
+        let mut cmd = Command::new(bin);
+        cmd.args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Ok(r) = std::env::var("SCORECAST_REDIS_SERVER") {
+            cmd.env("SCORECAST_REDIS_SERVER", r);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawning scorecast");
+        let output = Arc::new(Mutex::new(String::new()));
+        collect(child.stdout.take().unwrap(), output.clone());
+        collect(child.stderr.take().unwrap(), output.clone());
+        let mut p = ServerProcess {
+            child,
+            port: 0,
+            output,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        p.port = loop {
+            if let Some(port) = p
+                .output()
+                .lines()
+                .find_map(|l| l.split("listening on http://127.0.0.1:").nth(1))
+                .and_then(|rest| rest.trim().parse().ok())
+            {
+                break port;
+            }
+            if let Ok(Some(status)) = p.child.try_wait() {
+                panic!("scorecast exited at start ({status}):\n{}", p.output());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "scorecast never said its port:\n{}",
+                p.output()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        p
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn output(&self) -> String {
+        // unwrap: the lock is never held across a panic-prone call.
+        self.output.lock().unwrap().clone()
+    }
+
+    /// Sends SIGTERM, what a service manager sends to stop it.
+    pub fn sigterm(&self) {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("running kill")
+            .success();
+        assert!(ok, "kill -TERM {} failed", self.pid());
+    }
+
+    /// Waits for the process to exit (bounded by three times [`EVENTUALLY`]: a graceful stop
+    /// may wait out in-flight work and its HTTP connections first).
+    pub fn wait_exit(&mut self) -> Option<ExitStatus> {
+        let deadline = Instant::now() + 3 * EVENTUALLY;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+fn collect(from: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            // unwrap: the lock is never held across a panic-prone call.
+            let mut out = into.lock().unwrap();
+            out.push_str(&line);
+            out.push('\n');
+        }
+    });
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
