@@ -2,6 +2,7 @@
 
 mod boards;
 mod hardening;
+mod moderation;
 mod notify_jobs;
 mod packing;
 mod queues;

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod extract;
+pub mod moderation;
 pub mod ops;
 pub mod public;
 pub mod queues;
@@ -101,6 +102,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(ops::routes)
         .configure(public::routes)
         .configure(admin::routes)
+        .configure(moderation::routes)
         .configure(queues::routes);
 }
 
