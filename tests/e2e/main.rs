@@ -4,6 +4,7 @@ mod boards;
 mod hardening;
 mod moderation;
 mod notify_jobs;
+mod operator;
 mod packing;
 mod queues;
 mod seasons_jobs;

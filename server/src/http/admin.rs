@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::extract::Admin;
 use crate::error::{AppError, AppResult};
-use crate::state::AppState;
+use crate::state::{AppState, Transport};
 use crate::store::{Accepted, LogPage, Submission};
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -81,7 +81,7 @@ pub async fn score(
         name: None,
         skip_limit: true,
     };
-    Ok(HttpResponse::Ok().json(st.submit(&s).await?))
+    Ok(HttpResponse::Ok().json(st.submit_via(&s, Transport::Http).await?))
 }
 
 /// Removes a player from the board's current season.

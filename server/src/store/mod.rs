@@ -212,7 +212,7 @@ impl Store {
                 }
             }
         }
-        let reply: Value = inv.invoke_async(&mut c).await?;
+        let reply: Value = crate::metrics::script("read", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         let n = |i: usize| {
             r.get(i)

@@ -47,6 +47,9 @@ enum Exit {
 }
 
 fn close(code: CloseCode, why: &str) -> Exit {
+    crate::metrics::WS_CLOSES
+        .with_label_values(&[&u16::from(code).to_string()])
+        .inc();
     Exit::Close(Some(CloseReason {
         code,
         description: Some(why.to_owned()),

@@ -158,23 +158,25 @@ impl Session {
         };
         let state = self.state.clone();
         Some(Box::pin(async move {
-            Finished::Reply(match state.submit(&sub).await {
-                Ok(a) => ServerMsg::Ack {
-                    id: sub.id.into_string(),
-                    board: a.board,
-                    season: a.season,
-                    score: a.score,
-                    rank: a.rank,
-                    previous_rank: a.previous_rank,
-                    duplicate: a.duplicate,
+            Finished::Reply(
+                match state.submit_via(&sub, crate::state::Transport::Ws).await {
+                    Ok(a) => ServerMsg::Ack {
+                        id: sub.id.into_string(),
+                        board: a.board,
+                        season: a.season,
+                        score: a.score,
+                        rank: a.rank,
+                        previous_rank: a.previous_rank,
+                        duplicate: a.duplicate,
+                    },
+                    Err(e) => ServerMsg::Rejected {
+                        id: Some(sub.id.into_string()),
+                        code: e.code,
+                        retry_after_ms: e.retry_after_ms(),
+                        message: e.message,
+                    },
                 },
-                Err(e) => ServerMsg::Rejected {
-                    id: Some(sub.id.into_string()),
-                    code: e.code,
-                    retry_after_ms: e.retry_after_ms(),
-                    message: e.message,
-                },
-            })
+            )
         }))
     }
 
