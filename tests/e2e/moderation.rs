@@ -479,3 +479,32 @@ async fn moderation_is_in_the_openapi_document() {
         assert!(log_params.contains(&p), "{log_params:?}");
     }
 }
+
+/// `GET /admin/queues` lists every queue with its counts (the console's queue list); `/admin`
+/// serves the console page.
+#[tokio::test]
+async fn the_console_page_and_its_queue_list() {
+    let app = spawn_app().await;
+    let empty = app.call(Method::GET, "/admin/queues", None, true).await;
+    assert_eq!(empty.body, json!({"queues": []}));
+    app.admin(
+        Method::POST,
+        "/admin/queues/mail/jobs",
+        json!({"kind": "email"}),
+    )
+    .await;
+    let r = app.call(Method::GET, "/admin/queues", None, true).await;
+    assert_eq!(
+        r.body,
+        json!({"queues": [{"name": "mail", "ready": 1, "delayed": 0, "processing": 0, "dead": 0}]})
+    );
+    assert_eq!(
+        app.call(Method::GET, "/admin/queues", None, false)
+            .await
+            .status,
+        401
+    );
+    let page = app.http.get(app.url("/admin")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("/app/admin.js"));
+}

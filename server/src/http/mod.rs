@@ -2,6 +2,7 @@
 //! under `/admin`, operations endpoints, and the web pages.
 
 pub mod admin;
+pub mod console;
 pub mod extract;
 pub mod moderation;
 pub mod ops;
@@ -103,6 +104,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(public::routes)
         .configure(admin::routes)
         .configure(moderation::routes)
+        .configure(console::routes)
         .configure(queues::routes);
 }
 

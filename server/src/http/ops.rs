@@ -63,7 +63,7 @@ pub async fn metrics(st: web::Data<AppState>) -> HttpResponse {
         super::admin::put_board, super::admin::score, super::admin::remove, super::admin::rollover,
         super::admin::log, super::admin::tokens, super::admin::revoke,
         super::moderation::put_ban, super::moderation::delete_ban, super::moderation::list_bans,
-        super::moderation::get_board, super::moderation::delete_board,
+        super::moderation::get_board, super::moderation::delete_board, super::console::queues,
         super::queues::enqueue, super::queues::counts, super::queues::claim, super::queues::ack,
         super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
     ),
