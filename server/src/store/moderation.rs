@@ -72,15 +72,13 @@ impl Store {
     pub async fn ban_on(&self, board: &Id, ban: &Ban) -> AppResult<u64> {
         let record = serde_json::to_string(ban).map_err(|_| reply::bad("ban record"))?;
         let mut c = self.conn.clone();
-        let reply: Value = scripts::BAN
-            .key(keys::config(board))
-            .arg(&ban.player)
+        let mut inv = scripts::BAN.key(keys::config(board));
+        inv.arg(&ban.player)
             .arg(record)
             .arg(ban.reason.as_deref().unwrap_or(""))
             .arg(ban.until_ms.map(|t| t.to_string()).unwrap_or_default())
-            .arg(self.clock.arg())
-            .invoke_async(&mut c)
-            .await?;
+            .arg(self.clock.arg());
+        let reply: Value = crate::metrics::script("ban", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         Ok(r.first().and_then(reply::int).unwrap_or(0) as u64)
     }
@@ -90,14 +88,12 @@ impl Store {
     pub async fn unban_on(&self, board: &Id, player: &Id, lift: Lift) -> AppResult<bool> {
         let (why, until) = lift.args();
         let mut c = self.conn.clone();
-        let reply: Value = scripts::UNBAN
-            .key(keys::config(board))
-            .arg(player.as_str())
+        let mut inv = scripts::UNBAN.key(keys::config(board));
+        inv.arg(player.as_str())
             .arg(why)
             .arg(until)
-            .arg(self.clock.arg())
-            .invoke_async(&mut c)
-            .await?;
+            .arg(self.clock.arg());
+        let reply: Value = crate::metrics::script("unban", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         Ok(r.first().and_then(reply::int) == Some(1))
     }
@@ -192,10 +188,8 @@ impl Store {
     /// Deletes a board and every key of it (`lua/board_delete.lua`), then its index entry.
     pub async fn delete_board(&self, board: &Id) -> AppResult<u64> {
         let mut c = self.conn.clone();
-        let reply: Value = scripts::BOARD_DELETE
-            .key(keys::config(board))
-            .invoke_async(&mut c)
-            .await?;
+        let inv = scripts::BOARD_DELETE.key(keys::config(board));
+        let reply: Value = crate::metrics::script("board_delete", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         let _: () = c.srem(keys::BOARDS, board.as_str()).await?;
         Ok(r.first().and_then(reply::int).unwrap_or(0) as u64)
