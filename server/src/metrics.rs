@@ -204,6 +204,14 @@ pub async fn script<T>(name: &'static str, call: impl Future<Output = T>) -> T {
     r
 }
 
+/// Records a Lua script call that started at `started` into [`SCRIPT_SECONDS`] (for call
+/// sites where wrapping the call in [`script`] would not read well).
+pub fn script_done(name: &'static str, started: Instant) {
+    SCRIPT_SECONDS
+        .with_label_values(&[name])
+        .observe(started.elapsed().as_secs_f64());
+}
+
 /// The views of this instance by kind (set at each scrape).
 pub fn set_subscriptions(by_view: &[(&str, i64)]) {
     for (view, n) in by_view {

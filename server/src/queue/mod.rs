@@ -217,10 +217,9 @@ impl Queue {
             .arg(when)
             .arg(at)
             .arg(self.inner().clock.arg());
-        let (indexed, v) = tokio::join!(
-            indexed,
-            crate::metrics::script("q_enqueue", inv.invoke_async::<Value>(&mut c))
-        );
+        let started = std::time::Instant::now();
+        let (indexed, v) = tokio::join!(indexed, inv.invoke_async::<Value>(&mut c));
+        crate::metrics::script_done("q_enqueue", started);
         indexed?;
         let (_, r) = reply::split(v?)?;
         let placed = match r.first().and_then(reply::text).as_deref() {
@@ -296,16 +295,16 @@ impl Queue {
         let lease_ms = ms(lease).max(1);
         let token = fresh_token();
         let mut c = self.queues.conn();
-        let v: Value = crate::metrics::script(
-            "q_claim",
-            self.invoke(&scripts::Q_CLAIM)
-                .arg(&token)
-                .arg(lease_ms)
-                .arg(self.inner().clock.arg())
-                .arg(INLINE_BOUND)
-                .invoke_async(&mut c),
-        )
-        .await?;
+        let started = std::time::Instant::now();
+        let v: Value = self
+            .invoke(&scripts::Q_CLAIM)
+            .arg(&token)
+            .arg(lease_ms)
+            .arg(self.inner().clock.arg())
+            .arg(INLINE_BOUND)
+            .invoke_async(&mut c)
+            .await?;
+        crate::metrics::script_done("q_claim", started);
         let (tag, r) = reply::split(v)?;
         if tag != "ok" {
             let next = r.first().and_then(reply::int).filter(|t| *t >= 0);
@@ -367,14 +366,14 @@ impl Queue {
     /// Finishes a claimed job. A token that is no longer valid: `lease_lost`.
     pub async fn ack(&self, id: &Id, token: &str) -> AppResult<()> {
         let mut c = self.queues.conn();
-        let v: Value = crate::metrics::script(
-            "q_ack",
-            self.invoke(&scripts::Q_ACK)
-                .arg(id.as_str())
-                .arg(token)
-                .invoke_async(&mut c),
-        )
-        .await?;
+        let started = std::time::Instant::now();
+        let v: Value = self
+            .invoke(&scripts::Q_ACK)
+            .arg(id.as_str())
+            .arg(token)
+            .invoke_async(&mut c)
+            .await?;
+        crate::metrics::script_done("q_ack", started);
         reply::split(v)?;
         self.settled("acked");
         Ok(())
@@ -397,20 +396,20 @@ impl Queue {
         }
         let s = &self.inner().settings;
         let mut c = self.queues.conn();
-        let v: Value = crate::metrics::script(
-            "q_nack",
-            self.invoke(&scripts::Q_NACK)
-                .arg(id.as_str())
-                .arg(token)
-                .arg(delay.map(|d| ms(d).to_string()).unwrap_or_default())
-                .arg(s.backoff_base_ms)
-                .arg(s.backoff_max_ms)
-                // The jitter comes from here, not from Lua's math.random.
-                .arg(format!("{:.6}", rand::random::<f64>()))
-                .arg(self.inner().clock.arg())
-                .invoke_async(&mut c),
-        )
-        .await?;
+        let started = std::time::Instant::now();
+        let v: Value = self
+            .invoke(&scripts::Q_NACK)
+            .arg(id.as_str())
+            .arg(token)
+            .arg(delay.map(|d| ms(d).to_string()).unwrap_or_default())
+            .arg(s.backoff_base_ms)
+            .arg(s.backoff_max_ms)
+            // The jitter comes from here, not from Lua's math.random.
+            .arg(format!("{:.6}", rand::random::<f64>()))
+            .arg(self.inner().clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        crate::metrics::script_done("q_nack", started);
         let (_, r) = reply::split(v)?;
         let due = r
             .get(1)

@@ -14,7 +14,7 @@ use scorecast_shared::{ClientMsg, ErrorCode, Id, ServerMsg, View, PROTOCOL_VERSI
 
 use crate::auth::Player;
 use crate::hub::{Member, ViewKey};
-use crate::state::AppState;
+use crate::state::{AppState, Transport};
 use crate::store::Submission;
 
 fn text(msg: &ServerMsg) -> Message {
@@ -158,25 +158,24 @@ impl Session {
         };
         let state = self.state.clone();
         Some(Box::pin(async move {
-            Finished::Reply(
-                match state.submit_via(&sub, crate::state::Transport::Ws).await {
-                    Ok(a) => ServerMsg::Ack {
-                        id: sub.id.into_string(),
-                        board: a.board,
-                        season: a.season,
-                        score: a.score,
-                        rank: a.rank,
-                        previous_rank: a.previous_rank,
-                        duplicate: a.duplicate,
-                    },
-                    Err(e) => ServerMsg::Rejected {
-                        id: Some(sub.id.into_string()),
-                        code: e.code,
-                        retry_after_ms: e.retry_after_ms(),
-                        message: e.message,
-                    },
+            let result = state.submit_via(&sub, Transport::Ws).await;
+            Finished::Reply(match result {
+                Ok(a) => ServerMsg::Ack {
+                    id: sub.id.into_string(),
+                    board: a.board,
+                    season: a.season,
+                    score: a.score,
+                    rank: a.rank,
+                    previous_rank: a.previous_rank,
+                    duplicate: a.duplicate,
                 },
-            )
+                Err(e) => ServerMsg::Rejected {
+                    id: Some(sub.id.into_string()),
+                    code: e.code,
+                    retry_after_ms: e.retry_after_ms(),
+                    message: e.message,
+                },
+            })
         }))
     }
 
