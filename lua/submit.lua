@@ -9,7 +9,7 @@
 --   player, submission id, points (integer), op override ('' = the board's op; admin only),
 --   display name ('' = none), unique limiter member, '1' to skip the board's submit_limit
 --
--- Order for each: dedup (so a retried success is never rate limited) -> limiter check ->
+-- Order for each: ban check -> dedup (so a retried success is never rate limited) -> limiter check ->
 -- compute the new score and check its range -> write: score, limiter entry, name, audit log,
 -- dedup record. A rejection writes nothing. If any score changed, `seq` is bumped once and one
 -- event is published for the batch; each result carries the seq the board had once it was
@@ -31,6 +31,11 @@ local base_seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
 
 local function submit_one(player, sub_id, points, op, name, member, skip_limit)
   if not cfg then return {'err', 'unknown_board', 'no board ' .. board, 0, 0, 0} end
+
+  -- 0. A banned player (lua/ban.lua) changes nothing, a retried submission id included.
+  if redis.call('HEXISTS', prefix .. 'bans', player) == 1 then
+    return {'err', 'forbidden', player .. ' is banned from ' .. board, 0, 0, 0}
+  end
 
   -- 1. A submission id seen before for this player and board returns the first result.
   local dedup_key = prefix .. 'dedup:' .. player .. ':' .. sub_id

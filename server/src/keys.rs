@@ -24,6 +24,15 @@ pub fn rewards(board: &Id) -> String {
     format!("lb:{{{board}}}:rewards")
 }
 
+/// `lb:{<board>}:bans`: player -> ban record (JSON); `lua/submit.lua` refuses their submissions.
+pub fn bans(board: &Id) -> String {
+    format!("lb:{{{board}}}:bans")
+}
+
+/// `sc:bans`: player -> record of a ban on every board (an index: each board holds the ban too,
+/// and boards created later take it from here).
+pub const BANS: &str = "sc:bans";
+
 /// The channel that carries a board's change events. `publish_change` in `lua/lib.lua` spells
 /// the same name (the scripts publish there); the two are checked against each other by the
 /// end-to-end tests.

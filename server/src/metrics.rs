@@ -1,8 +1,20 @@
-//! Prometheus metrics, served at `/metrics`.
+//! Prometheus metrics, served at `/metrics`. Every name and label is in the README table
+//! ("Metrics"); `docs/grafana-dashboard.json` queries exactly these names, and
+//! `tests/e2e/operator.rs` checks that each one it queries is exposed.
+//!
+//! Counters and histograms are updated where things happen (the submission core, the group
+//! commit, the hub, the session's close, the queues); the gauges that describe state (views by
+//! kind, queue depths and lag) are read when `/metrics` is scraped ([`set_subscriptions`],
+//! [`set_queue`]).
 
+use std::future::Future;
 use std::sync::LazyLock;
+use std::time::Instant;
 
-use prometheus::{Encoder, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
 
 pub static REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::new);
 
@@ -12,50 +24,247 @@ fn register<C: prometheus::core::Collector + Clone + 'static>(c: C) -> C {
     c
 }
 
+fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    // unwrap: constant, valid metric names and labels.
+    register(IntCounterVec::new(Opts::new(name, help), labels).unwrap())
+}
+
+fn counter(name: &str, help: &str) -> IntCounter {
+    // unwrap: constant, valid metric name.
+    register(IntCounter::new(name, help).unwrap())
+}
+
+fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    // unwrap: constant, valid metric names and labels.
+    register(IntGaugeVec::new(Opts::new(name, help), labels).unwrap())
+}
+
+/// Latency buckets, seconds: 100 µs to 2.5 s.
+const LATENCY: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
 pub static SUBMISSIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_submissions_total",
+        "Score submissions by outcome (ok, duplicate or an error code)",
+        &["outcome"],
+    )
+});
+
+pub static SUBMIT_SECONDS: LazyLock<HistogramVec> = LazyLock::new(|| {
     register(
-        // unwrap: constant, valid metric name and labels.
-        IntCounterVec::new(
-            Opts::new(
-                "scorecast_submissions_total",
-                "Score submissions by outcome (ok, duplicate or an error code)",
-            ),
-            &["outcome"],
+        // unwrap: constant, valid metric name, labels and buckets.
+        HistogramVec::new(
+            HistogramOpts::new(
+                "scorecast_submit_duration_seconds",
+                "Time from a submission reaching the submission core to its result, by front door (ws, http, internal)",
+            )
+            .buckets(LATENCY.to_vec()),
+            &["transport"],
         )
         .unwrap(),
     )
 });
 
-pub static REDIS_ERRORS: LazyLock<IntCounter> = LazyLock::new(|| {
-    // unwrap: constant, valid metric name.
-    register(IntCounter::new("scorecast_redis_errors_total", "Redis calls that failed").unwrap())
+pub static BATCH_SIZE: LazyLock<Histogram> = LazyLock::new(|| {
+    register(
+        // unwrap: constant, valid metric name and buckets.
+        Histogram::with_opts(
+            HistogramOpts::new(
+                "scorecast_submit_batch_size",
+                "Submissions applied by one lua/submit.lua call (group commit)",
+            )
+            .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]),
+        )
+        .unwrap(),
+    )
 });
+
+pub static SCRIPT_SECONDS: LazyLock<HistogramVec> = LazyLock::new(|| {
+    register(
+        // unwrap: constant, valid metric name, labels and buckets.
+        HistogramVec::new(
+            HistogramOpts::new(
+                "scorecast_redis_script_duration_seconds",
+                "Round trip of one Lua script call, by script (the file name in lua/)",
+            )
+            .buckets(LATENCY.to_vec()),
+            &["script"],
+        )
+        .unwrap(),
+    )
+});
+
+pub static REDIS_ERRORS: LazyLock<IntCounter> =
+    LazyLock::new(|| counter("scorecast_redis_errors_total", "Redis calls that failed"));
 
 pub static WS_CONNECTIONS: LazyLock<IntGauge> = LazyLock::new(|| {
     // unwrap: constant, valid metric name.
     register(IntGauge::new("scorecast_ws_connections", "Open WebSocket sessions").unwrap())
 });
 
-pub static RATE_LIMITED: LazyLock<IntCounterVec> = LazyLock::new(|| {
+pub static SUBSCRIPTIONS: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge_vec(
+        "scorecast_subscriptions",
+        "Open views on this instance, by view (top, me, around)",
+        &["view"],
+    )
+});
+
+pub static PUSHES: LazyLock<IntCounter> = LazyLock::new(|| {
+    counter(
+        "scorecast_pushes_total",
+        "View updates offered to sessions' outbound queues",
+    )
+});
+
+pub static COALESCED: LazyLock<IntCounter> = LazyLock::new(|| {
+    counter(
+        "scorecast_views_coalesced_total",
+        "View updates that replaced an unsent update of the same view (the client gets the latest only)",
+    )
+});
+
+pub static WS_CLOSES: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_ws_closes_total",
+        "WebSocket sessions the server closed, by close code",
+        &["code"],
+    )
+});
+
+pub static SLOW_CLOSES: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_slow_client_closes_total",
+        "Sessions closed with 1008 for being too slow, by reason (queue_full, stalled)",
+        &["reason"],
+    )
+});
+
+pub static PUBSUB_RECONNECTS: LazyLock<IntCounter> = LazyLock::new(|| {
+    counter(
+        "scorecast_pubsub_reconnects_total",
+        "Times the hub's pub/sub connection came back after a loss",
+    )
+});
+
+pub static RESYNCS: LazyLock<IntCounter> = LazyLock::new(|| {
+    counter(
+        "scorecast_board_resyncs_total",
+        "Boards whose views were all re-sent as fresh snapshots (pub/sub loss, Redis data loss)",
+    )
+});
+
+pub static QUEUE_JOBS: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge_vec(
+        "scorecast_queue_jobs",
+        "Jobs per queue and state (ready, delayed, processing, dead)",
+        &["queue", "state"],
+    )
+});
+
+pub static QUEUE_LAG: LazyLock<prometheus::GaugeVec> = LazyLock::new(|| {
     register(
         // unwrap: constant, valid metric name and labels.
-        IntCounterVec::new(
+        prometheus::GaugeVec::new(
             Opts::new(
-                "scorecast_rate_limited_total",
-                "Requests refused by a limiter",
+                "scorecast_queue_lag_seconds",
+                "How far past its run time the most overdue delayed job of the queue is (0: none due)",
             ),
-            &["policy"],
+            &["queue"],
         )
         .unwrap(),
     )
 });
 
-/// The text exposition of every metric.
+pub static JOBS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_jobs_total",
+        "Settled jobs by queue and outcome (acked, retried, dead, lease_lapsed)",
+        &["queue", "outcome"],
+    )
+});
+
+pub static RATE_LIMITED: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_rate_limited_total",
+        "Requests refused by a limiter",
+        &["policy"],
+    )
+});
+
+/// Times a Lua script call into [`SCRIPT_SECONDS`].
+pub async fn script<T>(name: &'static str, call: impl Future<Output = T>) -> T {
+    let t = Instant::now();
+    let r = call.await;
+    SCRIPT_SECONDS
+        .with_label_values(&[name])
+        .observe(t.elapsed().as_secs_f64());
+    r
+}
+
+/// Records a Lua script call that started at `started` into [`SCRIPT_SECONDS`] (for call
+/// sites where wrapping the call in [`script`] would not read well).
+pub fn script_done(name: &'static str, started: Instant) {
+    SCRIPT_SECONDS
+        .with_label_values(&[name])
+        .observe(started.elapsed().as_secs_f64());
+}
+
+/// The views of this instance by kind (set at each scrape).
+pub fn set_subscriptions(by_view: &[(&str, i64)]) {
+    for (view, n) in by_view {
+        SUBSCRIPTIONS.with_label_values(&[view]).set(*n);
+    }
+}
+
+/// One queue's depths and lag (set at each scrape).
+pub fn set_queue(queue: &str, states: [(&str, u64); 4], lag_ms: i64) {
+    for (state, n) in states {
+        QUEUE_JOBS.with_label_values(&[queue, state]).set(n as i64);
+    }
+    QUEUE_LAG
+        .with_label_values(&[queue])
+        .set(lag_ms.max(0) as f64 / 1000.0);
+    for outcome in ["acked", "retried", "dead", "lease_lapsed"] {
+        JOBS.with_label_values(&[queue, outcome]);
+    }
+}
+
+/// The text exposition of every metric. Label sets that have seen no sample yet are shown with
+/// zero, so a dashboard finds every series from the first scrape.
 pub fn render() -> String {
-    LazyLock::force(&SUBMISSIONS);
+    for outcome in ["ok", "duplicate", "forbidden", "rate_limited"] {
+        SUBMISSIONS.with_label_values(&[outcome]);
+    }
+    for t in ["ws", "http", "internal"] {
+        SUBMIT_SECONDS.with_label_values(&[t]);
+    }
+    LazyLock::force(&BATCH_SIZE);
+    for s in ["submit", "read"] {
+        SCRIPT_SECONDS.with_label_values(&[s]);
+    }
     LazyLock::force(&REDIS_ERRORS);
     LazyLock::force(&WS_CONNECTIONS);
-    LazyLock::force(&RATE_LIMITED);
+    for v in ["top", "me", "around"] {
+        SUBSCRIPTIONS.with_label_values(&[v]);
+    }
+    LazyLock::force(&PUSHES);
+    LazyLock::force(&COALESCED);
+    for code in ["1000", "1001", "1002", "1008", "1009"] {
+        WS_CLOSES.with_label_values(&[code]);
+    }
+    for reason in ["queue_full", "stalled"] {
+        SLOW_CLOSES.with_label_values(&[reason]);
+    }
+    LazyLock::force(&PUBSUB_RECONNECTS);
+    LazyLock::force(&RESYNCS);
+    LazyLock::force(&QUEUE_JOBS);
+    LazyLock::force(&QUEUE_LAG);
+    LazyLock::force(&JOBS);
+    // `read`: the public reads' limiter (config.rs); other policies appear when they refuse.
+    RATE_LIMITED.with_label_values(&["read"]);
     let mut buf = Vec::new();
     // unwrap: encoding into a Vec cannot fail.
     TextEncoder::new()

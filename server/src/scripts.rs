@@ -26,6 +26,13 @@ pub static SEASON_EVENT: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/season_event.lua")));
 pub static REMOVE: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/remove.lua")));
+pub static BAN: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/ban.lua")));
+pub static UNBAN: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/unban.lua")));
+pub static BAN_INDEX: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
+pub static BOARD_DELETE: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/board_delete.lua")));
 pub static REVOKE: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/revoke.lua")));
 pub static REVOKED_READ: LazyLock<Script> =

@@ -14,6 +14,25 @@ use crate::metrics;
 use crate::queue::Queues;
 use crate::store::{Accepted, Store, Submission};
 
+/// The front door a submission came through (the `transport` label of
+/// `scorecast_submit_duration_seconds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Ws,
+    Http,
+    Internal,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Ws => "ws",
+            Transport::Http => "http",
+            Transport::Internal => "internal",
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
@@ -29,7 +48,15 @@ pub struct AppState {
 
 impl AppState {
     /// The submission core: every front door (WebSocket, HTTP, jobs) submits through here.
+    /// [`AppState::submit_via`] names the front door for the latency metric; this is
+    /// `internal` (jobs, tools, tests).
     pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
+        self.submit_via(s, Transport::Internal).await
+    }
+
+    /// [`AppState::submit`], timed as coming through `via`.
+    pub async fn submit_via(&self, s: &Submission, via: Transport) -> AppResult<Accepted> {
+        let started = std::time::Instant::now();
         // `instrument`, not `span.enter()`: an entered guard held across an await would tag
         // whatever else runs on this thread meanwhile with this submission's span.
         let span = tracing::debug_span!("submit", board = %s.board, player = %s.player, id = %s.id);
@@ -40,6 +67,9 @@ impl AppState {
             Err(e) => e.code.as_str(),
         };
         metrics::SUBMISSIONS.with_label_values(&[outcome]).inc();
+        metrics::SUBMIT_SECONDS
+            .with_label_values(&[via.as_str()])
+            .observe(started.elapsed().as_secs_f64());
         r
     }
 

@@ -130,6 +130,22 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     // Servers with token revocation run its scripts too (an unknown route is a 404 here).
     let _ = call(Method::POST, "/admin/players/alice/revoke", None).await;
 
+    // Moderation: a ban on one board and on every board, lifted, and a board deleted.
+    for (path, body) in [
+        (
+            "/admin/bans/alice",
+            json!({"board": "b", "reason": "cluster"}),
+        ),
+        ("/admin/bans/bob", json!({"reason": "cluster"})),
+    ] {
+        let (s, body) = call(Method::PUT, path, Some(body)).await;
+        assert_eq!(s, 200, "{path}: {body}");
+    }
+    let (s, _) = call(Method::DELETE, "/admin/bans/alice?board=b", None).await;
+    assert_eq!(s, 204);
+    let (s, _) = call(Method::DELETE, "/admin/boards/e", None).await;
+    assert_eq!(s, 204);
+
     // Every script of lua/ has run: each file, as scripts.rs composes it (alone, after
     // lib.lua, or after lib.lua and q_lib.lua), is loaded in Redis (redis::Script loads on
     // first use). Background steps (a revocation poller) may take a moment.

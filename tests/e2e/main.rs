@@ -2,7 +2,9 @@
 
 mod boards;
 mod hardening;
+mod moderation;
 mod notify_jobs;
+mod operator;
 mod packing;
 mod queues;
 mod seasons_jobs;

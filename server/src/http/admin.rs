@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::extract::Admin;
 use crate::error::{AppError, AppResult};
-use crate::state::AppState;
-use crate::store::{Accepted, Submission};
+use crate::state::{AppState, Transport};
+use crate::store::{Accepted, LogPage, Submission};
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct BoardPut {
@@ -31,6 +31,10 @@ pub async fn put_board(
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let created = st.store.put_board(&board, &body).await?;
+    if created {
+        // Bans on every board reach boards created later.
+        st.store.apply_global_bans(&board).await?;
+    }
     // Calendar boards get their season rollover job (idempotent; never fails the request).
     crate::jobs::board_changed(&st, &board, &body).await;
     Ok(HttpResponse::Ok().json(BoardPut {
@@ -77,7 +81,7 @@ pub async fn score(
         name: None,
         skip_limit: true,
     };
-    Ok(HttpResponse::Ok().json(st.submit(&s).await?))
+    Ok(HttpResponse::Ok().json(st.submit_via(&s, Transport::Http).await?))
 }
 
 /// Removes a player from the board's current season.
@@ -140,12 +144,21 @@ pub async fn rollover(
 
 #[derive(Deserialize, utoipa::IntoParams)]
 pub struct LogQuery {
+    /// Only this player's entries.
+    pub player: Option<String>,
+    /// Only entries at or after this time (ms since the epoch).
+    pub since_ms: Option<i64>,
     /// 1–1000, default 100.
+    pub limit: Option<usize>,
+    /// The older alias of `limit`.
     pub count: Option<usize>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
 }
 
-/// The audit stream of accepted submissions, newest first.
-#[utoipa::path(params(("board" = String, Path), LogQuery), responses((status = 200)), tag = "admin", security(("admin" = [])))]
+/// The audit log (accepted submissions, bans and lifts), newest first, filtered by player and
+/// time and paged by cursor.
+#[utoipa::path(params(("board" = String, Path), LogQuery), responses((status = 200, body = LogPage), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[get("/admin/boards/{board}/log")]
 pub async fn log(
     _: Admin,
@@ -154,12 +167,31 @@ pub async fn log(
     q: web::Query<LogQuery>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
-    let count = q.count.unwrap_or(100);
-    if !(1..=1000).contains(&count) {
-        return Err(AppError::bad_request("count must be 1..=1000"));
+    let limit = q.limit.or(q.count).unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(AppError::bad_request("limit must be 1..=1000"));
     }
-    let entries = st.store.log(&board, count).await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "board": board, "entries": entries })))
+    let player = q.player.as_deref().map(AppState::id).transpose()?;
+    let cursor = q.cursor.as_deref().map(stream_id).transpose()?;
+    let page = st
+        .store
+        .log_page(&board, player.as_ref(), q.since_ms, limit, cursor)
+        .await?;
+    Ok(HttpResponse::Ok().json(page))
+}
+
+/// A cursor is a stream id, `<ms>-<seq>`.
+fn stream_id(s: &str) -> AppResult<&str> {
+    let ok = s
+        .split_once('-')
+        .is_some_and(|(a, b)| a.parse::<u64>().is_ok() && b.parse::<u64>().is_ok());
+    if ok {
+        Ok(s)
+    } else {
+        Err(AppError::bad_request(format!(
+            "cursor {s:?} is not a log cursor"
+        )))
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -2,7 +2,9 @@
 //! under `/admin`, operations endpoints, and the web pages.
 
 pub mod admin;
+pub mod console;
 pub mod extract;
+pub mod moderation;
 pub mod ops;
 pub mod public;
 pub mod queues;
@@ -101,6 +103,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(ops::routes)
         .configure(public::routes)
         .configure(admin::routes)
+        .configure(moderation::routes)
+        .configure(console::routes)
         .configure(queues::routes);
 }
 

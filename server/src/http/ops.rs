@@ -23,10 +23,31 @@ pub async fn readyz(st: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-/// Prometheus metrics.
+/// Prometheus metrics (names and labels: README, "Metrics").
 #[utoipa::path(responses((status = 200)), tag = "ops")]
 #[get("/metrics")]
-pub async fn metrics() -> HttpResponse {
+pub async fn metrics(st: web::Data<AppState>) -> HttpResponse {
+    crate::metrics::set_subscriptions(&st.hub.views_by_kind());
+    // Queue gauges are read now; with Redis away they keep their last values (and
+    // scorecast_redis_errors_total says why).
+    if let Ok(names) = st.queues.names().await {
+        let now = st.queues.clock().now_ms();
+        for name in names {
+            let q = st.queues.get(&name);
+            if let (Ok(c), Ok(lag)) = (q.counts().await, q.lag_ms(now).await) {
+                crate::metrics::set_queue(
+                    name.as_str(),
+                    [
+                        ("ready", c.ready),
+                        ("delayed", c.delayed),
+                        ("processing", c.processing),
+                        ("dead", c.dead),
+                    ],
+                    lag,
+                );
+            }
+        }
+    }
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(crate::metrics::render())
@@ -41,6 +62,8 @@ pub async fn metrics() -> HttpResponse {
         super::public::players, super::public::seasons, super::public::guest,
         super::admin::put_board, super::admin::score, super::admin::remove, super::admin::rollover,
         super::admin::log, super::admin::tokens, super::admin::revoke,
+        super::moderation::put_ban, super::moderation::delete_ban, super::moderation::list_bans,
+        super::moderation::get_board, super::moderation::delete_board, super::console::queues,
         super::queues::enqueue, super::queues::counts, super::queues::claim, super::queues::ack,
         super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
     ),

@@ -112,6 +112,7 @@ impl Board {
 
     /// Every view is to be re-sent as a fresh snapshot, and `seq` ordering restarts.
     pub fn mark_resync(&mut self) {
+        crate::metrics::RESYNCS.inc();
         self.last_event_seq = 0;
         self.high_seq = 0;
         self.dirty.resync = true;

@@ -124,6 +124,22 @@ impl Hub {
         self.inner.lock().sessions.len()
     }
 
+    /// Open views on this instance by kind: top, me, around (for `/metrics`).
+    pub fn views_by_kind(&self) -> [(&'static str, i64); 3] {
+        use scorecast_shared::protocol::ViewKind;
+        let mut n = [0i64; 3];
+        for b in self.inner.lock().boards.values() {
+            for (_, kind) in b.subs.keys() {
+                n[match kind {
+                    ViewKind::Top => 0,
+                    ViewKind::Me => 1,
+                    ViewKind::Around => 2,
+                }] += 1;
+            }
+        }
+        [("top", n[0]), ("me", n[1]), ("around", n[2])]
+    }
+
     /// Starts the graceful shutdown of every session: each finishes its in-flight submissions,
     /// sends their answers and closes with 1001.
     pub fn shutdown(&self) {

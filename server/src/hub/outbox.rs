@@ -105,6 +105,8 @@ impl Outbox {
         let mut g = self.lock();
         if g.slots.insert(key.clone(), text).is_none() {
             g.order.push_back(key.clone());
+        } else {
+            crate::metrics::COALESCED.inc();
         }
         g.update_full(self.capacity);
         drop(g);

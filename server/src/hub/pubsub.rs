@@ -53,6 +53,7 @@ pub(super) async fn run(inner: Arc<Inner>) {
         {
             if connected_before {
                 tracing::info!("pub/sub connection is back; resyncing every view");
+                crate::metrics::PUBSUB_RECONNECTS.inc();
                 inner.resync_all();
             }
             let mut ping = tokio::time::interval(PING_INTERVAL);

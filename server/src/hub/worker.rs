@@ -105,6 +105,7 @@ impl Inner {
                 sub.last_hash = Some(msg.hash);
                 sub.outbox
                     .offer_view(&(board.clone(), key.1), msg.text.clone());
+                crate::metrics::PUSHES.inc();
             }
         }
     }

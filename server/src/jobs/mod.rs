@@ -13,6 +13,10 @@
 //!   through a [`Notifier`] (the WebSocket hub in production), on every instance: the job is
 //!   acked only once the notification was published, so a failed publish is retried.
 //!
+//! - `ban.lift` — scheduled at a ban's `until_ms` (`PUT /admin/bans/{player}`): lifts that
+//!   ban (only if it still has that `until_ms`: a ban renewed meanwhile stays) and puts the
+//!   player's held entries back.
+//!
 //! Every job here is idempotent: ids are derived from what the job is about, so scheduling the
 //! same thing twice is a `conflict` that is taken as "already there".
 
@@ -29,7 +33,7 @@ use crate::error::{AppError, AppResult};
 use crate::keys;
 use crate::queue::{Job, NewJob, Queue};
 use crate::state::AppState;
-use crate::store::Read;
+use crate::store::{Ban, Lift, Read};
 
 pub use calendar::calendar_season;
 pub use notifier::Notifier;
@@ -40,6 +44,7 @@ pub const QUEUE: &str = "scorecast";
 pub const KIND_ROLLOVER: &str = "season.rollover";
 pub const KIND_REWARD: &str = "reward.grant";
 pub const KIND_NOTIFY: &str = "notify";
+pub const KIND_BAN_LIFT: &str = "ban.lift";
 /// The `kind` of the `notify` message a reward sends.
 pub const NOTIFY_REWARD: &str = "reward";
 
@@ -65,6 +70,14 @@ pub struct NotifyPayload {
     pub player: String,
     pub kind: String,
     pub payload: Value,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BanLiftPayload {
+    pub player: String,
+    /// `None`: the ban on every board.
+    pub board: Option<String>,
+    pub until_ms: i64,
 }
 
 /// A job id `<prefix>.<parts joined by '.'>`, or a hash of the parts when that would be longer
@@ -163,6 +176,27 @@ pub async fn board_changed(st: &AppState, board: &Id, cfg: &BoardConfig) {
     }
 }
 
+/// Schedules the job that lifts `ban` at its `until_ms` (none for a ban until lifted).
+pub async fn schedule_ban_lift(st: &AppState, ban: &Ban) -> AppResult<()> {
+    let Some(until_ms) = ban.until_ms else {
+        return Ok(());
+    };
+    let scope = ban.board.as_deref().unwrap_or("*");
+    let payload = BanLiftPayload {
+        player: ban.player.clone(),
+        board: ban.board.clone(),
+        until_ms,
+    };
+    let job = NewJob::new(&kind(KIND_BAN_LIFT), &payload)?
+        .id(job_id(
+            "ban.lift",
+            &[scope, &ban.player, &until_ms.to_string()],
+        ))
+        .priority(0)
+        .at(until_ms);
+    enqueue_once(&queue(st), job).await.map(|_| ())
+}
+
 /// Priority of a reward for `rank` (1-based): rank 1 → 0 (most urgent), rank 10 and below → 9;
 /// FIFO within a priority keeps rank order.
 pub fn reward_priority(rank: u64) -> u8 {
@@ -191,6 +225,24 @@ pub async fn handle(st: &AppState, notifier: &dyn Notifier, job: &Job) -> anyhow
                 .await
                 .map_err(app)?;
             tracing::debug!(%player, kind = %p.kind, reached, "notify");
+            Ok(())
+        }
+        KIND_BAN_LIFT => {
+            let p: BanLiftPayload = payload(job)?;
+            let player = Id::parse(&p.player)?;
+            let lift = Lift::Expired {
+                until_ms: p.until_ms,
+            };
+            let lifted = match &p.board {
+                None => st.store.unban_everywhere(&player, lift).await,
+                Some(b) => match st.store.unban_on(&Id::parse(b)?, &player, lift).await {
+                    // The board is gone, and its ban with it.
+                    Err(e) if e.code == ErrorCode::UnknownBoard => Ok(false),
+                    r => r,
+                },
+            }
+            .map_err(app)?;
+            tracing::info!(%player, board = ?p.board, lifted, "ban expired");
             Ok(())
         }
         other => anyhow::bail!("unknown job kind {other:?}"),

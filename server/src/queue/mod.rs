@@ -217,7 +217,9 @@ impl Queue {
             .arg(when)
             .arg(at)
             .arg(self.inner().clock.arg());
+        let started = std::time::Instant::now();
         let (indexed, v) = tokio::join!(indexed, inv.invoke_async::<Value>(&mut c));
+        crate::metrics::script_done("q_enqueue", started);
         indexed?;
         let (_, r) = reply::split(v?)?;
         let placed = match r.first().and_then(reply::text).as_deref() {
@@ -293,6 +295,7 @@ impl Queue {
         let lease_ms = ms(lease).max(1);
         let token = fresh_token();
         let mut c = self.queues.conn();
+        let started = std::time::Instant::now();
         let v: Value = self
             .invoke(&scripts::Q_CLAIM)
             .arg(&token)
@@ -301,6 +304,7 @@ impl Queue {
             .arg(INLINE_BOUND)
             .invoke_async(&mut c)
             .await?;
+        crate::metrics::script_done("q_claim", started);
         let (tag, r) = reply::split(v)?;
         if tag != "ok" {
             let next = r.first().and_then(reply::int).filter(|t| *t >= 0);
@@ -362,13 +366,24 @@ impl Queue {
     /// Finishes a claimed job. A token that is no longer valid: `lease_lost`.
     pub async fn ack(&self, id: &Id, token: &str) -> AppResult<()> {
         let mut c = self.queues.conn();
+        let started = std::time::Instant::now();
         let v: Value = self
             .invoke(&scripts::Q_ACK)
             .arg(id.as_str())
             .arg(token)
             .invoke_async(&mut c)
             .await?;
-        reply::split(v).map(|_| ())
+        crate::metrics::script_done("q_ack", started);
+        reply::split(v)?;
+        self.settled("acked");
+        Ok(())
+    }
+
+    /// Counts a settled job in `scorecast_jobs_total`.
+    fn settled(&self, outcome: &str) {
+        crate::metrics::JOBS
+            .with_label_values(&[self.name.as_str(), outcome])
+            .inc();
     }
 
     /// Gives a claimed job back: after `delay` if given, else after exponential backoff with
@@ -381,6 +396,7 @@ impl Queue {
         }
         let s = &self.inner().settings;
         let mut c = self.queues.conn();
+        let started = std::time::Instant::now();
         let v: Value = self
             .invoke(&scripts::Q_NACK)
             .arg(id.as_str())
@@ -393,6 +409,7 @@ impl Queue {
             .arg(self.inner().clock.arg())
             .invoke_async(&mut c)
             .await?;
+        crate::metrics::script_done("q_nack", started);
         let (_, r) = reply::split(v)?;
         let due = r
             .get(1)
@@ -402,7 +419,7 @@ impl Queue {
             .get(2)
             .and_then(reply::int)
             .ok_or_else(|| reply::bad("now"))?;
-        Ok(match r.first().and_then(reply::text).as_deref() {
+        let requeued = match r.first().and_then(reply::text).as_deref() {
             Some("dead") => Requeued::Dead,
             Some("delayed") => {
                 self.inner().promoter.wake_if_earlier(due);
@@ -412,7 +429,13 @@ impl Queue {
                 }
             }
             _ => Requeued::Ready,
-        })
+        };
+        self.settled(if requeued == Requeued::Dead {
+            "dead"
+        } else {
+            "retried"
+        });
+        Ok(requeued)
     }
 
     /// Extends a live lease to now + `lease`.
@@ -453,6 +476,16 @@ impl Queue {
             processing,
             dead,
         })
+    }
+
+    /// How far past its run time (ms) the most overdue delayed job is at `now_ms`; 0 when
+    /// none is due (the promoter's lag).
+    pub async fn lag_ms(&self, now_ms: i64) -> AppResult<i64> {
+        let mut c = self.queues.conn();
+        let head: Vec<(String, f64)> = c.zrange_withscores(&self.keys[1], 0, 0).await?;
+        Ok(head
+            .first()
+            .map_or(0, |(_, due)| (now_ms - *due as i64).max(0)))
     }
 
     /// Dead letters, most recent first, and how many there are in all.
@@ -507,7 +540,11 @@ impl Queue {
     /// One reaper step: lapsed leases back to ready or to dead letters, at most
     /// `promote_batch`.
     pub async fn reap(&self) -> AppResult<Sweep> {
-        self.sweep(&scripts::Q_REAP, true).await
+        let sweep = self.sweep(&scripts::Q_REAP, true).await?;
+        crate::metrics::JOBS
+            .with_label_values(&[self.name.as_str(), "lease_lapsed"])
+            .inc_by(sweep.moved + sweep.dead);
+        Ok(sweep)
     }
 
     /// Runs a bounded maintenance script. Its reply: moved, [dead,] next_ms, now_ms.

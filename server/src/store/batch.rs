@@ -152,7 +152,8 @@ async fn apply_batch(
             .arg(uuid::Uuid::new_v4().simple().to_string())
             .arg(if s.skip_limit { "1" } else { "" });
     }
-    let reply: Value = inv.invoke_async(conn).await?;
+    crate::metrics::BATCH_SIZE.observe(batch.len() as f64);
+    let reply: Value = crate::metrics::script("submit", inv.invoke_async(conn)).await?;
     let Value::Array(items) = reply else {
         return Err(reply::bad("submit batch"));
     };

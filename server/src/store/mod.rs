@@ -3,6 +3,7 @@
 //! connection. Submissions go through the per-board group commit of `batch.rs`.
 
 mod batch;
+mod moderation;
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
 use batch::Batchers;
 pub use batch::BATCHER_IDLE;
+pub use moderation::{Ban, Lift, LogPage};
 
 #[derive(Clone)]
 pub struct Store {
@@ -210,7 +212,7 @@ impl Store {
                 }
             }
         }
-        let reply: Value = inv.invoke_async(&mut c).await?;
+        let reply: Value = crate::metrics::script("read", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         let n = |i: usize| {
             r.get(i)
@@ -325,30 +327,5 @@ impl Store {
             .await?;
         let r = reply::ok(reply)?;
         Ok(r.first().and_then(reply::int) == Some(1))
-    }
-
-    /// The audit stream, newest first.
-    pub async fn log(&self, board: &Id, count: usize) -> AppResult<Vec<serde_json::Value>> {
-        self.board(board).await?;
-        let mut c = self.conn.clone();
-        let reply: redis::streams::StreamRangeReply =
-            c.xrevrange_count(keys::log(board), "+", "-", count).await?;
-        Ok(reply
-            .ids
-            .into_iter()
-            .map(|e| {
-                let mut obj = serde_json::Map::new();
-                obj.insert("stream_id".into(), e.id.clone().into());
-                for (k, v) in &e.map {
-                    let s = reply::text(v).unwrap_or_default();
-                    let v = match s.parse::<i64>() {
-                        Ok(n) if k != "player" && k != "id" && k != "season" => n.into(),
-                        _ => s.into(),
-                    };
-                    obj.insert(k.clone(), v);
-                }
-                serde_json::Value::Object(obj)
-            })
-            .collect())
     }
 }

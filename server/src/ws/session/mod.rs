@@ -54,7 +54,11 @@ enum Exit {
     Abort(CloseReason),
 }
 
+/// A close frame's reason; every close the server starts is counted by its code.
 fn reason(code: CloseCode, why: &str) -> CloseReason {
+    crate::metrics::WS_CLOSES
+        .with_label_values(&[&u16::from(code).to_string()])
+        .inc();
     CloseReason {
         code,
         description: Some(why.to_owned()),

@@ -14,7 +14,7 @@ use scorecast_shared::{ClientMsg, ErrorCode, Id, ServerMsg, View, PROTOCOL_VERSI
 
 use crate::auth::Player;
 use crate::hub::{Member, ViewKey};
-use crate::state::AppState;
+use crate::state::{AppState, Transport};
 use crate::store::Submission;
 
 fn text(msg: &ServerMsg) -> Message {
@@ -182,7 +182,8 @@ impl Session {
         };
         let state = self.state.clone();
         Some(Box::pin(async move {
-            Finished::Reply(match state.submit(&sub).await {
+            let result = state.submit_via(&sub, Transport::Ws).await;
+            Finished::Reply(match result {
                 Ok(a) => ServerMsg::Ack {
                     id: sub.id.into_string(),
                     board: a.board,

@@ -73,6 +73,9 @@ impl SlowClient {
             .is_some_and(|t| t.elapsed() >= self.limit)
         {
             tracing::info!(session, "closing a client that cannot keep up (1008)");
+            crate::metrics::SLOW_CLOSES
+                .with_label_values(&["queue_full"])
+                .inc();
             return Some(Exit::Abort(reason(
                 CloseCode::Policy,
                 "too slow: the outbound queue stayed full",
@@ -84,6 +87,9 @@ impl SlowClient {
             && !outbox.is_empty()
         {
             tracing::info!(session, "closing a client that stopped reading (1008)");
+            crate::metrics::SLOW_CLOSES
+                .with_label_values(&["stalled"])
+                .inc();
             return Some(Exit::Abort(reason(
                 CloseCode::Policy,
                 "too slow: the socket took nothing for slow_client_ms",

@@ -1,0 +1,50 @@
+-- ban.lua: bans a player from one board (issue 14, docs/protocol.md "Moderation"). Prepended
+-- with lib.lua. One board, one slot.
+--
+-- KEYS[1]  lb:{<board>}:config
+-- ARGV[1]  player   ARGV[2] the ban record (JSON, stored as is)   ARGV[3] reason ('' = none)
+-- ARGV[4]  until_ms ('' = until lifted)   ARGV[5] now_ms override ('' = TIME)
+--
+-- Records the ban in `bans` (player -> record; lua/submit.lua refuses the player's submissions
+-- while it is there), moves the player's entry of every kept season (and the current one) to
+-- `held:<player>` (season -> stored score), so reads and views no longer see it, and writes an
+-- audit-log entry. A change event tells views of the current season the entry is gone.
+-- Banning a banned player replaces the record (entries are already held).
+--
+-- Returns {'ok', seasons held (count)} or {'err', code, message}.
+
+local prefix = string.sub(KEYS[1], 1, -7)
+local board = board_of(prefix)
+local cfg = load_config(KEYS[1])
+if not cfg then return {'err', 'unknown_board', 'no board ' .. board} end
+local player = ARGV[1]
+local now = now_ms(ARGV[5])
+local current = current_season(prefix, cfg, now)
+
+redis.call('HSET', prefix .. 'bans', player, ARGV[2])
+
+local seasons = redis.call('ZRANGE', prefix .. 'seasons', 0, -1)
+local seen = false
+for _, s in ipairs(seasons) do if s == current then seen = true end end
+if not seen then seasons[#seasons + 1] = current end
+
+local held = 0
+for _, s in ipairs(seasons) do
+  local key = prefix .. 's:' .. s
+  local score = redis.call('ZSCORE', key, player)
+  if score then
+    local prev_rank = rank_of(key, cfg, player, tonumber(score))
+    redis.call('HSET', prefix .. 'held:' .. player, s, score)
+    redis.call('ZREM', key, player)
+    held = held + 1
+    if s == current then
+      publish_change(prefix, board, s,
+        ',"changes":[{"player":"' .. player .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. '}]')
+    end
+  end
+end
+
+redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*',
+  'action', 'ban', 'player', player, 'reason', ARGV[3], 'until_ms', ARGV[4], 'held', fmt(held),
+  'time_ms', fmt(now))
+return {'ok', held}

@@ -1,0 +1,24 @@
+-- board_delete.lua: deletes a board and every key of it. Prepended with lib.lua.
+--
+-- KEYS[1]  lb:{<board>}:config
+--
+-- Every key of a board starts with `lb:{<board>}:` (config, seasons, scores, names, seq, log,
+-- limiter state, dedup records, bans, holds, rewards: docs/architecture.md "Redis keys"), so
+-- they are found by that prefix (SCAN inside the script: the board's keys share one slot, and
+-- the whole deletion is one atomic step, so no submission lands half-way). The cost grows with
+-- the number of keys in the database; it is an admin operation.
+--
+-- Returns {'ok', keys deleted} or {'err', code, message}.
+
+local prefix = string.sub(KEYS[1], 1, -7)
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'err', 'unknown_board', 'no board ' .. board_of(prefix)}
+end
+local deleted = 0
+local cursor = '0'
+repeat
+  local r = redis.call('SCAN', cursor, 'MATCH', prefix .. '*', 'COUNT', 1000)
+  cursor = r[1]
+  if #r[2] > 0 then deleted = deleted + redis.call('UNLINK', unpack(r[2])) end
+until cursor == '0'
+return {'ok', deleted}

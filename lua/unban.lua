@@ -1,0 +1,55 @@
+-- unban.lua: lifts a player's ban on one board (an admin, or the `ban.lift` job at `until_ms`).
+-- Prepended with lib.lua. One board, one slot.
+--
+-- KEYS[1]  lb:{<board>}:config
+-- ARGV[1]  player   ARGV[2] why: 'lifted' | 'expired'
+-- ARGV[3]  expected until_ms ('' = lift whatever ban there is; the expiry job passes the
+--          until_ms it was scheduled for, so a ban renewed meanwhile stays)
+-- ARGV[4]  now_ms override ('' = TIME)
+--
+-- Puts back every held entry of a season the board still keeps (a season dropped meanwhile is
+-- gone with its entries), drops the hold, writes an audit-log entry, and tells views of the
+-- current season the entry is back.
+--
+-- Returns {'ok', lifted (0/1), entries restored} or {'err', code, message}.
+
+local prefix = string.sub(KEYS[1], 1, -7)
+local board = board_of(prefix)
+local cfg = load_config(KEYS[1])
+if not cfg then return {'err', 'unknown_board', 'no board ' .. board} end
+local player = ARGV[1]
+local raw = redis.call('HGET', prefix .. 'bans', player)
+if not raw then return {'ok', 0, 0} end
+if ARGV[3] ~= '' then
+  local ban = cjson.decode(raw)
+  if ban.until_ms == nil or ban.until_ms == cjson.null or fmt(ban.until_ms) ~= ARGV[3] then
+    return {'ok', 0, 0}
+  end
+end
+local now = now_ms(ARGV[4])
+local current = current_season(prefix, cfg, now)
+
+redis.call('HDEL', prefix .. 'bans', player)
+local hold = prefix .. 'held:' .. player
+local held = redis.call('HGETALL', hold)
+local restored = 0
+for i = 1, #held, 2 do
+  local s, score = held[i], held[i + 1]
+  if s == current or redis.call('ZSCORE', prefix .. 'seasons', s) then
+    local key = prefix .. 's:' .. s
+    redis.call('ZADD', key, score, player)
+    restored = restored + 1
+    if s == current then
+      local points = decode(cfg, tonumber(score))
+      local rank = rank_of(key, cfg, player, tonumber(score))
+      publish_change(prefix, board, s,
+        ',"changes":[{"player":"' .. player .. '","score":' .. fmt(points) .. ',"rank":' .. fmt(rank) .. ',"previous_rank":null}]')
+    end
+  end
+end
+redis.call('DEL', hold)
+
+redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*',
+  'action', 'unban', 'player', player, 'reason', ARGV[2], 'restored', fmt(restored),
+  'time_ms', fmt(now))
+return {'ok', 1, restored}

@@ -1,0 +1,182 @@
+//! Moderation endpoints (`docs/protocol.md`, "Moderation"): bans, a board's summary, deleting a
+//! board. Admin token, like the rest of `/admin`.
+
+use actix_web::{delete, get, put, web, HttpResponse};
+use scorecast_shared::{BoardConfig, ErrorCode};
+use serde::{Deserialize, Serialize};
+
+use super::extract::Admin;
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+use crate::store::{Ban, Lift, Read};
+
+/// The longest ban reason, in characters.
+const MAX_REASON: usize = 200;
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BanBody {
+    /// The board; absent = every board (those that exist and those created later).
+    pub board: Option<String>,
+    pub reason: Option<String>,
+    /// When the ban lifts itself (ms since the epoch, in the future); absent = until lifted.
+    pub until_ms: Option<i64>,
+}
+
+/// Bans a player: their submissions are rejected `forbidden` (a retried submission id
+/// included) and their entries are hidden from reads and views until the ban is lifted or
+/// expires, when they come back. Banning again replaces the ban. Audited in the board's log.
+#[utoipa::path(params(("player" = String, Path)), request_body = BanBody, responses((status = 200, body = Ban), (status = 400), (status = 404)), tag = "admin", security(("admin" = [])))]
+#[put("/admin/bans/{player}")]
+pub async fn put_ban(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Json<BanBody>,
+) -> AppResult<HttpResponse> {
+    let player = AppState::id(&path)?;
+    let board = body.board.as_deref().map(AppState::id).transpose()?;
+    let now = st.store.clock().now_ms();
+    if let Some(until) = body.until_ms {
+        if until <= now {
+            return Err(AppError::bad_request(format!(
+                "until_ms must be in the future (now is {now})"
+            )));
+        }
+    }
+    if let Some(r) = &body.reason {
+        if r.chars().count() > MAX_REASON {
+            return Err(AppError::bad_request(format!(
+                "reason above {MAX_REASON} characters"
+            )));
+        }
+    }
+    let ban = Ban {
+        player: player.to_string(),
+        board: board.as_ref().map(ToString::to_string),
+        reason: body.reason.clone(),
+        until_ms: body.until_ms,
+        at_ms: now,
+    };
+    match &board {
+        Some(b) => {
+            st.store.ban_on(b, &ban).await?;
+        }
+        None => st.store.ban_everywhere(&ban).await?,
+    }
+    // The ban stands; if its lift cannot be scheduled, say so (lifting by hand still works).
+    crate::jobs::schedule_ban_lift(&st, &ban).await?;
+    tracing::info!(%player, board = ?ban.board, until_ms = ?ban.until_ms, "banned");
+    Ok(HttpResponse::Ok().json(ban))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct LiftQuery {
+    /// Lift the ban on this board only; absent = every ban of the player.
+    pub board: Option<String>,
+}
+
+/// Lifts a player's ban (`?board=` one board's; otherwise every ban of the player): their held
+/// entries come back. 404 `not_found` if there was none.
+#[utoipa::path(params(("player" = String, Path), LiftQuery), responses((status = 204), (status = 404)), tag = "admin", security(("admin" = [])))]
+#[delete("/admin/bans/{player}")]
+pub async fn delete_ban(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    q: web::Query<LiftQuery>,
+) -> AppResult<HttpResponse> {
+    let player = AppState::id(&path)?;
+    let lifted = match q.board.as_deref().map(AppState::id).transpose()? {
+        Some(b) => st.store.unban_on(&b, &player, Lift::Lifted).await?,
+        None => st.store.unban_everywhere(&player, Lift::Lifted).await?,
+    };
+    if !lifted {
+        return Err(AppError::new(
+            ErrorCode::NotFound,
+            format!("{player} is not banned there"),
+        ));
+    }
+    tracing::info!(%player, board = ?q.board, "ban lifted");
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct BanList {
+    pub bans: Vec<Ban>,
+}
+
+/// Every ban: those on every board (`board: null`), then each board's own.
+#[utoipa::path(responses((status = 200, body = BanList)), tag = "admin", security(("admin" = [])))]
+#[get("/admin/bans")]
+pub async fn list_bans(_: Admin, st: web::Data<AppState>) -> AppResult<HttpResponse> {
+    Ok(HttpResponse::Ok().json(BanList {
+        bans: st.store.bans().await?,
+    }))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct BoardInfo {
+    pub id: String,
+    #[serde(flatten)]
+    pub config: BoardConfig,
+    /// The current season.
+    pub season: String,
+    /// Players on the current season (banned players' entries are held, not counted).
+    pub size: u64,
+    /// The board's change counter.
+    pub seq: u64,
+    /// Seasons the board keeps.
+    pub seasons: usize,
+}
+
+/// A board's config and size.
+#[utoipa::path(params(("board" = String, Path)), responses((status = 200, body = BoardInfo), (status = 404)), tag = "admin", security(("admin" = [])))]
+#[get("/admin/boards/{board}")]
+pub async fn get_board(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let config = st.store.board(&board).await?;
+    let head = Read::Top {
+        offset: 0,
+        limit: 0,
+    };
+    let page = st.store.read(&board, None, head).await?;
+    let seasons = st.store.seasons(&board).await?.len();
+    Ok(HttpResponse::Ok().json(BoardInfo {
+        id: board.into_string(),
+        config,
+        season: page.season,
+        size: page.total,
+        seq: page.seq,
+        seasons,
+    }))
+}
+
+/// Deletes a board and every key of it (scores, seasons, names, log, limiter state, dedup
+/// records, bans); its reads are then 404. Jobs already scheduled for it find no board and do
+/// nothing.
+#[utoipa::path(params(("board" = String, Path)), responses((status = 204), (status = 404)), tag = "admin", security(("admin" = [])))]
+#[delete("/admin/boards/{board}")]
+pub async fn delete_board(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let keys = st.store.delete_board(&board).await?;
+    tracing::info!(%board, keys, "board deleted");
+    Ok(HttpResponse::NoContent().finish())
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(put_ban)
+        .service(delete_ban)
+        .service(list_bans)
+        .service(get_board)
+        .service(delete_board);
+}

@@ -1,0 +1,282 @@
+//! Moderation (`docs/protocol.md`, "Moderation"): bans, board deletion, the audit log paged by
+//! cursor. A ban on one board is one script on that board's slot (`lua/ban.lua`,
+//! `lua/unban.lua`); a ban on every board is the same script on each board plus the `sc:bans`
+//! index (`lua/ban_index.lua`), which boards created later take their bans from.
+
+use redis::{AsyncCommands, Value};
+use scorecast_shared::{ErrorCode, Id};
+use serde::{Deserialize, Serialize};
+
+use super::Store;
+use crate::error::{AppError, AppResult};
+use crate::{keys, reply, scripts};
+
+/// A ban, as stored (`lb:{<board>}:bans`, `sc:bans`) and as the admin API returns it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Ban {
+    pub player: String,
+    /// The board; `null` for a ban on every board.
+    pub board: Option<String>,
+    pub reason: Option<String>,
+    /// When the ban lifts itself (ms since the epoch); `null` = until lifted.
+    pub until_ms: Option<i64>,
+    /// When it was placed (ms since the epoch).
+    pub at_ms: i64,
+}
+
+/// Why a ban ends (written to the audit log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lift {
+    /// An admin lifted it.
+    Lifted,
+    /// The `ban.lift` job at `until_ms`; only the ban with that `until_ms` is lifted, so a ban
+    /// renewed meanwhile stays.
+    Expired { until_ms: i64 },
+}
+
+impl Lift {
+    fn args(self) -> (&'static str, String) {
+        match self {
+            Lift::Lifted => ("lifted", String::new()),
+            Lift::Expired { until_ms } => ("expired", until_ms.to_string()),
+        }
+    }
+}
+
+/// One page of a board's audit log, newest first.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct LogPage {
+    pub board: String,
+    #[schema(value_type = Vec<Object>)]
+    pub entries: Vec<serde_json::Value>,
+    /// Pass as `cursor` for the next (older) page; `null` when there is none.
+    pub next_cursor: Option<String>,
+}
+
+/// How many stream entries one log page examines at most (filtering by player skips some).
+const LOG_SCAN_MAX: usize = 10_000;
+
+fn unknown(board: &Id) -> AppError {
+    AppError::new(ErrorCode::UnknownBoard, format!("no board {board}"))
+}
+
+fn decode_bans(raw: Vec<String>) -> Vec<Ban> {
+    raw.iter()
+        .filter_map(|r| serde_json::from_str(r).ok())
+        .collect()
+}
+
+impl Store {
+    /// Bans `ban.player` from `board` (`lua/ban.lua`). Returns how many season entries are now
+    /// held.
+    pub async fn ban_on(&self, board: &Id, ban: &Ban) -> AppResult<u64> {
+        let record = serde_json::to_string(ban).map_err(|_| reply::bad("ban record"))?;
+        let mut c = self.conn.clone();
+        let mut inv = scripts::BAN.key(keys::config(board));
+        inv.arg(&ban.player)
+            .arg(record)
+            .arg(ban.reason.as_deref().unwrap_or(""))
+            .arg(ban.until_ms.map(|t| t.to_string()).unwrap_or_default())
+            .arg(self.clock.arg());
+        let reply: Value = crate::metrics::script("ban", inv.invoke_async(&mut c)).await?;
+        let r = reply::ok(reply)?;
+        Ok(r.first().and_then(reply::int).unwrap_or(0) as u64)
+    }
+
+    /// Lifts the ban of `player` on `board` (`lua/unban.lua`); false if there was none (or, for
+    /// [`Lift::Expired`], it was renewed).
+    pub async fn unban_on(&self, board: &Id, player: &Id, lift: Lift) -> AppResult<bool> {
+        let (why, until) = lift.args();
+        let mut c = self.conn.clone();
+        let mut inv = scripts::UNBAN.key(keys::config(board));
+        inv.arg(player.as_str())
+            .arg(why)
+            .arg(until)
+            .arg(self.clock.arg());
+        let reply: Value = crate::metrics::script("unban", inv.invoke_async(&mut c)).await?;
+        let r = reply::ok(reply)?;
+        Ok(r.first().and_then(reply::int) == Some(1))
+    }
+
+    /// Bans a player from every board: the index first (so a board created meanwhile takes
+    /// it), then each board.
+    pub async fn ban_everywhere(&self, ban: &Ban) -> AppResult<()> {
+        let record = serde_json::to_string(ban).map_err(|_| reply::bad("ban record"))?;
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::BAN_INDEX
+            .key(keys::BANS)
+            .arg("set")
+            .arg(&ban.player)
+            .arg(record)
+            .invoke_async(&mut c)
+            .await?;
+        reply::ok(reply)?;
+        for (board, _) in self.boards().await? {
+            match self.ban_on(&board, ban).await {
+                // Deleted meanwhile.
+                Err(e) if e.code == ErrorCode::UnknownBoard => {}
+                r => {
+                    r?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lifts every ban of a player: the index, then each board. True if any was lifted.
+    pub async fn unban_everywhere(&self, player: &Id, lift: Lift) -> AppResult<bool> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::BAN_INDEX
+            .key(keys::BANS)
+            .arg("lift")
+            .arg(player.as_str())
+            .arg(lift.args().1)
+            .invoke_async(&mut c)
+            .await?;
+        let mut any = reply::ok(reply)?.first().and_then(reply::int) == Some(1);
+        for (board, _) in self.boards().await? {
+            match self.unban_on(&board, player, lift).await {
+                Ok(lifted) => any |= lifted,
+                Err(e) if e.code == ErrorCode::UnknownBoard => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(any)
+    }
+
+    /// A board just created takes the bans on every board.
+    pub async fn apply_global_bans(&self, board: &Id) -> AppResult<()> {
+        for ban in self.global_bans().await? {
+            self.ban_on(board, &ban).await?;
+        }
+        Ok(())
+    }
+
+    /// Bans on every board (`sc:bans`).
+    pub async fn global_bans(&self) -> AppResult<Vec<Ban>> {
+        let mut c = self.conn.clone();
+        let raw: Vec<String> = c.hvals(keys::BANS).await?;
+        Ok(decode_bans(raw))
+    }
+
+    /// Every ban: those on every board, then each board's own (sorted by board, player).
+    pub async fn bans(&self) -> AppResult<Vec<Ban>> {
+        let mut out = self.global_bans().await?;
+        out.sort_by(|a, b| a.player.cmp(&b.player));
+        let boards = self.boards().await?;
+        if boards.is_empty() {
+            return Ok(out);
+        }
+        let mut pipe = redis::pipe();
+        for (board, _) in &boards {
+            pipe.hvals(keys::bans(board));
+        }
+        let mut c = self.conn.clone();
+        let per_board: Vec<Vec<String>> = pipe.query_async(&mut c).await?;
+        for raw in per_board {
+            let mut bans: Vec<Ban> = decode_bans(raw)
+                .into_iter()
+                // A ban on every board is listed once, above.
+                .filter(|b| b.board.is_some())
+                .collect();
+            bans.sort_by(|a, b| a.player.cmp(&b.player));
+            out.extend(bans);
+        }
+        Ok(out)
+    }
+
+    /// Deletes a board and every key of it (`lua/board_delete.lua`), then its index entry.
+    pub async fn delete_board(&self, board: &Id) -> AppResult<u64> {
+        let mut c = self.conn.clone();
+        let inv = scripts::BOARD_DELETE.key(keys::config(board));
+        let reply: Value = crate::metrics::script("board_delete", inv.invoke_async(&mut c)).await?;
+        let r = reply::ok(reply)?;
+        let _: () = c.srem(keys::BOARDS, board.as_str()).await?;
+        Ok(r.first().and_then(reply::int).unwrap_or(0) as u64)
+    }
+
+    /// A page of the audit log, newest first: entries before `cursor` (a stream id from a
+    /// previous page), not older than `since_ms`, of `player` only if given. Examines at most
+    /// [`LOG_SCAN_MAX`] entries per page; `next_cursor` continues where it stopped.
+    pub async fn log_page(
+        &self,
+        board: &Id,
+        player: Option<&Id>,
+        since_ms: Option<i64>,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> AppResult<LogPage> {
+        self.board(board).await.map_err(|e| match e.code {
+            ErrorCode::UnknownBoard => unknown(board),
+            _ => e,
+        })?;
+        let mut c = self.conn.clone();
+        let mut end = cursor.map_or("+".to_owned(), |id| format!("({id}"));
+        let chunk = if player.is_some() || since_ms.is_some() {
+            500
+        } else {
+            limit
+        };
+        let mut entries = Vec::new();
+        let mut scanned = 0;
+        let mut next_cursor = None;
+        // Time is each entry's `time_ms` (the scripts' clock), not its stream id, so an
+        // injected clock filters the same way; entries are newest first, so the first one
+        // older than `since_ms` ends the page.
+        'scan: loop {
+            let reply: redis::streams::StreamRangeReply = c
+                .xrevrange_count(keys::log(board), &end, "-", chunk)
+                .await?;
+            let n = reply.ids.len();
+            scanned += n;
+            let mut last = None;
+            for e in reply.ids {
+                last = Some(e.id.clone());
+                let field = |k: &str| e.map.get(k).and_then(reply::text);
+                let time = field("time_ms").and_then(|t| t.parse::<i64>().ok());
+                if since_ms.is_some_and(|s| time.is_some_and(|t| t < s)) {
+                    break 'scan;
+                }
+                if player.is_some_and(|p| field("player").as_deref() != Some(p.as_str())) {
+                    continue;
+                }
+                entries.push(log_entry(&e));
+                if entries.len() == limit {
+                    next_cursor = Some(e.id.clone());
+                    break 'scan;
+                }
+            }
+            match last {
+                // The start of the stream.
+                Some(last) if n == chunk => {
+                    if scanned >= LOG_SCAN_MAX {
+                        next_cursor = Some(last);
+                        break;
+                    }
+                    end = format!("({last}");
+                }
+                _ => break,
+            }
+        }
+        Ok(LogPage {
+            board: board.to_string(),
+            entries,
+            next_cursor,
+        })
+    }
+}
+
+/// One audit-log entry as JSON: its fields, numbers as numbers, plus `stream_id`.
+pub(super) fn log_entry(e: &redis::streams::StreamId) -> serde_json::Value {
+    let mut obj = serde_json::Map::new();
+    obj.insert("stream_id".into(), e.id.clone().into());
+    for (k, v) in &e.map {
+        let s = reply::text(v).unwrap_or_default();
+        let v = match s.parse::<i64>() {
+            Ok(n) if !matches!(k.as_str(), "player" | "id" | "season" | "reason") => n.into(),
+            _ => s.into(),
+        };
+        obj.insert(k.clone(), v);
+    }
+    serde_json::Value::Object(obj)
+}
