@@ -434,30 +434,58 @@ impl Store {
         Ok(r.first().and_then(as_i64) == Some(1))
     }
 
-    /// The audit stream, newest first.
+    /// The audit stream, newest first, one object per accepted submission.
+    ///
+    /// `lua/submit.lua` appends one stream entry per script call, carrying the whole batch
+    /// (`season`, `time_ms`, and `batch`: one `player id points op score rank` line per
+    /// submission, in the order applied); this spreads them out again. Every submission of a
+    /// batch shares the entry's `stream_id`, `season` and `time_ms`.
     pub async fn log(&self, board: &Id, count: usize) -> AppResult<Vec<serde_json::Value>> {
         self.board(board).await?;
         let mut c = self.conn.clone();
+        // Each entry holds at least one submission, so `count` entries are always enough.
         let reply: redis::streams::StreamRangeReply =
             c.xrevrange_count(keys::log(board), "+", "-", count).await?;
-        Ok(reply
-            .ids
-            .into_iter()
-            .map(|e| {
-                let mut obj = serde_json::Map::new();
-                obj.insert("stream_id".into(), e.id.clone().into());
-                for (k, v) in &e.map {
-                    let s = as_string(v).unwrap_or_default();
-                    let v = match s.parse::<i64>() {
-                        Ok(n) if k != "player" && k != "id" && k != "season" => n.into(),
-                        _ => s.into(),
-                    };
-                    obj.insert(k.clone(), v);
+        let mut out = Vec::with_capacity(count);
+        for e in reply.ids {
+            let field = |k: &str| e.map.get(k).and_then(as_string).unwrap_or_default();
+            let (season, time_ms) = (field("season"), field("time_ms"));
+            let time_ms = time_ms.parse::<i64>().map_err(|_| bad_reply("log time"))?;
+            let batch = field("batch");
+            for line in batch.lines().rev() {
+                if out.len() == count {
+                    return Ok(out);
                 }
-                serde_json::Value::Object(obj)
-            })
-            .collect())
+                out.push(audit_line(&e.id, &season, time_ms, line)?);
+            }
+        }
+        Ok(out)
     }
+}
+
+/// One submission of an audit entry's batch: `player id points op score rank`.
+fn audit_line(
+    stream_id: &str,
+    season: &str,
+    time_ms: i64,
+    line: &str,
+) -> AppResult<serde_json::Value> {
+    let f: Vec<&str> = line.split(' ').collect();
+    let [player, id, points, op, score, rank] = f[..] else {
+        return Err(bad_reply("log line"));
+    };
+    let n = |s: &str| s.parse::<i64>().map_err(|_| bad_reply("log number"));
+    Ok(serde_json::json!({
+        "stream_id": stream_id,
+        "player": player,
+        "id": id,
+        "points": n(points)?,
+        "op": op,
+        "score": n(score)?,
+        "rank": n(rank)?,
+        "season": season,
+        "time_ms": time_ms,
+    }))
 }
 
 /// Applies a board's queued submissions, as many as are waiting (up to [`MAX_BATCH`]) per
@@ -538,7 +566,6 @@ async fn apply_batch(
             .arg(s.points)
             .arg(op.unwrap_or(""))
             .arg(s.name.as_deref().unwrap_or(""))
-            .arg(uuid::Uuid::new_v4().simple().to_string())
             .arg(if s.skip_limit { "1" } else { "" });
     }
     let reply: Value = inv.invoke_async(conn).await?;

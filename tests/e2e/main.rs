@@ -3,4 +3,5 @@
 mod boards;
 mod queues;
 mod seasons_jobs;
+mod submit_path;
 mod ws;
