@@ -19,14 +19,14 @@
 -- numbers passed to redis.call with 17 significant digits itself), and on `incr` boards without
 -- tie-break packing the score moves with ZINCRBY itself.
 --
--- Dedup (README "Redis keys"): one hash per player and board, `lb:{<board>}:dd:<player>`, holding
--- two generations of records, fields '0<id>' / '1<id>' (the digit is the generation's parity),
--- plus '@' (the current generation's start, ms) and '#' (its record count × 2 + its parity).
--- A new generation starts when the current one is DEDUP_WINDOW_MS old or holds DEDUP_CAP records;
--- starting one deletes the generation before the previous one and re-arms the hash's expiry to
+-- Dedup (README "Redis keys"): one hash per player and board, `lb:{<board>}:dd:<player>`: field
+-- <id> -> the first result (msgpack, led by its generation's parity), and '#' = the current
+-- generation's start (ms) × 1024 + its record count × 2 + its parity. A new generation starts
+-- when the current one is DEDUP_WINDOW_MS old or holds DEDUP_CAP records; starting one deletes
+-- the records of the generation before the previous one and re-arms the hash's expiry to
 -- 2 × DEDUP_WINDOW_MS. So a record lives at least DEDUP_WINDOW_MS, unless its player has made
 -- more than DEDUP_CAP newer accepted submissions to the board, and a player's hash never holds
--- more than 2 × DEDUP_CAP records.
+-- more than 2 × DEDUP_CAP records. A lookup reads two fields.
 --
 -- Returns one entry per submission, in order:
 --   {'ok', season, points, rank, previous_rank (-1 = none), seq, duplicate (0/1), reached_ms (-1 = none)}
@@ -91,10 +91,9 @@ local audit, na = {}, 0   -- the audit entry's lines: 'player id points op score
 local function submit_one(player, sub_id, points, op, name, skip_limit)
   -- 1. A submission id seen before for this player and board returns the first result.
   local dd_key = prefix .. 'dd:' .. player
-  local dd = redis.call('HMGET', dd_key, '@', '#', '0' .. sub_id, '1' .. sub_id)
-  local seen = dd[3] or dd[4]
-  if seen then
-    local s, p, r, pr, q, reached = cmsgpack.unpack(seen)
+  local dd = redis.call('HMGET', dd_key, '#', sub_id)
+  if dd[2] then
+    local _, s, p, r, pr, q, reached = cmsgpack.unpack(dd[2])
     return {'ok', s, p, r, pr, q, 1, reached}
   end
 
@@ -184,24 +183,30 @@ local function submit_one(player, sub_id, points, op, name, skip_limit)
     ((points < EXACT14 and points > -EXACT14) and points or fmt(points)) .. ' ' .. op .. ' ' .. shown .. ' ' .. new_rank
 
   -- 5. The dedup record, at once, so a retry later in this same batch is already a duplicate.
-  local record = cmsgpack.pack(season, new_points, new_rank, prev_rank, seq, reached)
-  local start, gen = tonumber(dd[1]), tonumber(dd[2])
-  if not start then
-    redis.call('HSET', dd_key, '@', now, '#', 2, '0' .. sub_id, record)
-    redis.call('PEXPIRE', dd_key, 2 * DEDUP_WINDOW_MS)
-  elseif now - start >= DEDUP_WINDOW_MS or gen >= 2 * DEDUP_CAP then
-    -- A new generation, of the other parity: the one that had it goes.
-    local parity = 1 - gen % 2
-    local mark = parity == 0 and 48 or 49 -- '0' / '1'
-    local stale, ns = {}, 0
-    for _, f in ipairs(redis.call('HKEYS', dd_key)) do
-      if string.byte(f) == mark then ns = ns + 1; stale[ns] = f end
-    end
-    if ns > 0 then redis.call('HDEL', dd_key, unpack(stale)) end
-    redis.call('HSET', dd_key, '@', now, '#', 2 + parity, parity .. sub_id, record)
+  local state = tonumber(dd[1])
+  if not state then
+    redis.call('HSET', dd_key, '#', now * 1024 + 2, sub_id,
+      cmsgpack.pack(0, season, new_points, new_rank, prev_rank, seq, reached))
     redis.call('PEXPIRE', dd_key, 2 * DEDUP_WINDOW_MS)
   else
-    redis.call('HSET', dd_key, '#', gen + 2, (gen % 2) .. sub_id, record)
+    local low = state % 1024
+    local parity = low % 2
+    if now - (state - low) / 1024 >= DEDUP_WINDOW_MS or low - parity >= 2 * DEDUP_CAP then
+      -- A new generation, of the other parity: the records that had it go.
+      parity = 1 - parity
+      local all = redis.call('HGETALL', dd_key)
+      local stale, ns = {}, 0
+      for j = 1, #all, 2 do
+        if all[j] ~= '#' and string.byte(all[j + 1]) == parity then ns = ns + 1; stale[ns] = all[j] end
+      end
+      if ns > 0 then redis.call('HDEL', dd_key, unpack(stale)) end
+      redis.call('HSET', dd_key, '#', now * 1024 + 2 + parity, sub_id,
+        cmsgpack.pack(parity, season, new_points, new_rank, prev_rank, seq, reached))
+      redis.call('PEXPIRE', dd_key, 2 * DEDUP_WINDOW_MS)
+    else
+      redis.call('HSET', dd_key, '#', state + 2, sub_id,
+        cmsgpack.pack(parity, season, new_points, new_rank, prev_rank, seq, reached))
+    end
   end
   return {'ok', season, new_points, new_rank, prev_rank, seq, 0, reached}
 end
