@@ -14,8 +14,8 @@
 //!      latency, submit → every `top` subscriber);
 //!    - over the load phase: Redis `INFO commandstats` (EVAL + EVALSHA µs ÷ submissions), CPU
 //!      of the server and of redis-server from `/proc/<pid>/stat` (µs ÷ submissions), and Redis
-//!      `used_memory` growth per million submissions.
-//!    Medians over the rounds, and the ratios Scorecast / baseline.
+//!      `used_memory` growth per million submissions;
+//!    - then the medians over the rounds, and the ratios Scorecast / baseline.
 //! 2. **Dedup memory**: `--dedup-submissions` submissions by `--dedup-players` players through
 //!    the library (group commit, the real script), Redis `used_memory` after them and after as
 //!    many again by the same players.
