@@ -451,7 +451,13 @@ impl Store {
             let field = |k: &str| e.map.get(k).and_then(as_string).unwrap_or_default();
             let (season, time_ms) = (field("season"), field("time_ms"));
             let time_ms = time_ms.parse::<i64>().map_err(|_| bad_reply("log time"))?;
-            let batch = field("batch");
+            // An entry written before batched entries holds one submission in its own fields.
+            let batch = match e.map.contains_key("batch") {
+                true => field("batch"),
+                false => ["player", "id", "points", "op", "score", "rank"]
+                    .map(field)
+                    .join(" "),
+            };
             for line in batch.lines().rev() {
                 if out.len() == count {
                     return Ok(out);

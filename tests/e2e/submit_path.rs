@@ -249,3 +249,48 @@ async fn incr_at_the_edge_of_the_exact_range() {
         .unwrap_err();
     assert_eq!(down.code, ErrorCode::ScoreOutOfRange);
 }
+
+/// An audit entry in the layout of before batched entries (one submission in its own fields)
+/// is still listed, beside the batched ones.
+#[tokio::test]
+async fn audit_log_lists_entries_written_before_batching() {
+    let app = spawn_app().await;
+    app.board("o", json!({})).await;
+    let mut c = app.redis_conn().await;
+    let _: String = redis::cmd("XADD")
+        .arg("lb:{o}:log")
+        .arg("*")
+        .arg(&[
+            "player",
+            "old",
+            "points",
+            "5",
+            "op",
+            "incr",
+            "score",
+            "5",
+            "rank",
+            "1",
+            "season",
+            "all",
+            "id",
+            "o1",
+            "time_ms",
+            "1700000000000",
+        ])
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    app.score("o", "new", 7).await;
+    let log = app
+        .call(Method::GET, "/admin/boards/o/log?count=10", None, true)
+        .await;
+    let entries = log.body["entries"].as_array().unwrap();
+    let rows: Vec<_> = entries
+        .iter()
+        .map(|e| (e["player"].as_str().unwrap(), e["points"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(rows, [("new", 7), ("old", 5)]);
+    assert_eq!(entries[1]["id"], "o1");
+    assert_eq!(entries[1]["time_ms"], 1_700_000_000_000_i64);
+}
