@@ -8,6 +8,7 @@ mod operator;
 mod packing;
 mod queues;
 mod seasons_jobs;
+mod submit_path;
 mod ws;
 mod ws_limits;
 

@@ -144,10 +144,17 @@ async fn sigterm_answers_submissions_in_flight_and_closes_with_1001() {
         .unwrap();
     let log: redis::streams::StreamRangeReply = c.xrange_all("lb:{b}:log").await.unwrap();
     let mut logged: HashMap<String, HashSet<String>> = HashMap::new();
+    // One stream entry per batch: `player id points op score rank` per line.
     for e in &log.ids {
-        let player: String = e.get("player").unwrap();
-        let id: String = e.get("id").unwrap();
-        logged.entry(player).or_default().insert(id);
+        let batch: String = e.get("batch").unwrap();
+        for line in batch.lines() {
+            let mut f = line.split(' ');
+            let (player, id) = (f.next().unwrap(), f.next().unwrap());
+            logged
+                .entry(player.to_owned())
+                .or_default()
+                .insert(id.to_owned());
+        }
     }
     // Every ack was applied; anything else applied was answered `unavailable` (a reply that
     // timed out, applied later: the client's retry with the same id is a duplicate).

@@ -1,8 +1,11 @@
 //! `cargo xtask bench`: the hook for the load generator (`scorecast-tests`, bin `loadgen`).
 //!
-//! The load generator measures Scorecast against `redis-benchmark` in the same process tree
+//! The load generator measures Scorecast side by side with the plain Node baseline
+//! (`../shared/bench/peer/`, copied under `target/bench-peer` and `npm install`ed there, since
+//! the team's kit is read-only) and against `redis-benchmark`, in one process tree
 //! (BENCHMARKS.md); it finds both Redis binaries through the environment set here.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result};
@@ -43,6 +46,78 @@ pub fn build_loadgen(ctx: &Ctx) -> Result<()> {
         "loadgen",
     ]))
     .context("building the load generator failed")
+}
+
+/// The baseline's files (its `node_modules` are installed next to them).
+const PEER_FILES: [&str; 4] = [
+    "server.mjs",
+    "submit.lua",
+    "package.json",
+    "package-lock.json",
+];
+
+/// Where the Node baseline lives: `SCORECAST_BENCH_PEER`, else `shared/bench/peer` beside the
+/// checkout or beside one of its parent directories (a worktree sits deeper than the kit).
+fn peer_source(ctx: &Ctx) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("SCORECAST_BENCH_PEER") {
+        return Some(PathBuf::from(dir));
+    }
+    ctx.root
+        .ancestors()
+        .skip(1)
+        .map(|d| d.join("shared/bench/peer"))
+        .find(|d| d.join("server.mjs").is_file())
+}
+
+/// Copies the baseline to `target/bench-peer` and installs its dependencies there (once).
+/// `None`, with the reason printed, when the baseline or Node is not available: the bench then
+/// measures Scorecast alone.
+pub fn prepare_peer(ctx: &Ctx) -> Result<Option<PathBuf>> {
+    let Some(src) = peer_source(ctx) else {
+        eprintln!("bench: no Node baseline found (shared/bench/peer beside the checkout, or SCORECAST_BENCH_PEER): measuring Scorecast alone");
+        return Ok(None);
+    };
+    if crate::util::which("node", &[]).is_none() || crate::util::which("npm", &[]).is_none() {
+        eprintln!(
+            "bench: node and npm are needed for the Node baseline: measuring Scorecast alone"
+        );
+        return Ok(None);
+    }
+    let dst = ctx.target_dir.join("bench-peer");
+    std::fs::create_dir_all(&dst).with_context(|| format!("creating {}", dst.display()))?;
+    let mut changed = false;
+    for f in PEER_FILES {
+        let from = src.join(f);
+        if !from.is_file() {
+            continue;
+        }
+        let new = std::fs::read(&from).with_context(|| format!("reading {}", from.display()))?;
+        if std::fs::read(dst.join(f)).ok().as_deref() != Some(&new[..]) {
+            std::fs::write(dst.join(f), &new)?;
+            changed = true;
+        }
+    }
+    if changed || !dst.join("node_modules").is_dir() {
+        npm_install(&dst)?;
+    }
+    Ok(Some(dst))
+}
+
+fn npm_install(dir: &Path) -> Result<()> {
+    let verb = if dir.join("package-lock.json").is_file() {
+        "ci"
+    } else {
+        "install"
+    };
+    run(Command::new("npm")
+        .args([verb, "--no-audit", "--no-fund"])
+        .current_dir(dir))
+    .with_context(|| {
+        format!(
+            "installing the Node baseline's dependencies in {}",
+            dir.display()
+        )
+    })
 }
 
 /// Runs `target/release/loadgen ARGS` with `SCORECAST_REDIS_SERVER` and `REDIS_BENCHMARK`

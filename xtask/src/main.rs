@@ -6,7 +6,8 @@
 //! cargo xtask run [-- ARGS]          setup, wasm, then `scorecast --dev ARGS`
 //! cargo xtask test [--quick] [-- FILTER...]
 //!                                    setup, then fmt, clippy, wasm, every test
-//! cargo xtask bench [-- ARGS]        setup, then the load generator
+//! cargo xtask bench [--quick] [-- ARGS]
+//!                                    setup, then Scorecast beside the Node baseline
 //! cargo xtask chaos [-- ARGS]        setup, then the fault run (kills Redis, server, workers)
 //! cargo xtask fuzz [TARGET] [-- SECS] libFuzzer on the protocol parser and the score codec
 //! ```
@@ -34,7 +35,9 @@ commands:
   test [--quick] [-- FILTER] setup, then fmt, clippy (native and wasm32), wasm build,
                              cargo test, wasm tests, browser tests;
                              --quick runs `cargo test` only; FILTER goes to the test runners
-  bench [-- ARGS]            setup, then build and run the load generator with ARGS
+  bench [--quick] [-- ARGS]  setup, then build and run the load generator with ARGS:
+                             Scorecast and the Node baseline (../shared/bench/peer) side
+                             by side, 3 alternating rounds; --quick: a run of a few minutes
   chaos [-- ARGS]            setup, then the fault run: redis-server, server and queue
                              workers SIGKILLed mid-load, stalled spectators; prints figures
   fuzz [TARGET] [-- SECONDS] fuzz client_msg and/or codec (nightly + cargo-fuzz), 60 s each";
@@ -94,11 +97,20 @@ fn try_main() -> Result<ExitCode> {
             tasks::test(&ctx, &tools, quick, &filter)?;
         }
         "bench" => {
-            let (_, extra) = split_flags(&rest, &[])?;
+            let (flags, mut extra) = split_flags(&rest, &["--quick"])?;
+            if flags.contains(&"--quick") {
+                extra.insert(0, "--quick".into());
+            }
             let tools = setup::run(&ctx, setup::Needs::redis_only())?;
             if !bench::loadgen_exists(&ctx) {
                 eprintln!("bench: load generator not built yet");
                 return Ok(ExitCode::FAILURE);
+            }
+            if !extra.iter().any(|a| a == "--peer") {
+                if let Some(peer) = bench::prepare_peer(&ctx)? {
+                    extra.push("--peer".into());
+                    extra.push(peer.display().to_string());
+                }
             }
             bench::build_loadgen(&ctx)?;
             bench::run_loadgen(&ctx, &tools, &extra)?;

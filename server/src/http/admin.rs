@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::extract::Admin;
 use crate::error::{AppError, AppResult};
 use crate::state::{AppState, Transport};
-use crate::store::{Accepted, LogPage, Submission};
+use crate::store::{Accepted, LogCursor, LogPage, Submission};
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct BoardPut {
@@ -172,26 +172,19 @@ pub async fn log(
         return Err(AppError::bad_request("limit must be 1..=1000"));
     }
     let player = q.player.as_deref().map(AppState::id).transpose()?;
-    let cursor = q.cursor.as_deref().map(stream_id).transpose()?;
+    let cursor = q
+        .cursor
+        .as_deref()
+        .map(|s| {
+            LogCursor::parse(s)
+                .ok_or_else(|| AppError::bad_request(format!("cursor {s:?} is not a log cursor")))
+        })
+        .transpose()?;
     let page = st
         .store
         .log_page(&board, player.as_ref(), q.since_ms, limit, cursor)
         .await?;
     Ok(HttpResponse::Ok().json(page))
-}
-
-/// A cursor is a stream id, `<ms>-<seq>`.
-fn stream_id(s: &str) -> AppResult<&str> {
-    let ok = s
-        .split_once('-')
-        .is_some_and(|(a, b)| a.parse::<u64>().is_ok() && b.parse::<u64>().is_ok());
-    if ok {
-        Ok(s)
-    } else {
-        Err(AppError::bad_request(format!(
-            "cursor {s:?} is not a log cursor"
-        )))
-    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -149,7 +149,6 @@ async fn apply_batch(
             .arg(s.points)
             .arg(op.unwrap_or(""))
             .arg(s.name.as_deref().unwrap_or(""))
-            .arg(uuid::Uuid::new_v4().simple().to_string())
             .arg(if s.skip_limit { "1" } else { "" });
     }
     crate::metrics::BATCH_SIZE.observe(batch.len() as f64);

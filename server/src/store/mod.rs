@@ -3,6 +3,7 @@
 //! connection. Submissions go through the per-board group commit of `batch.rs`.
 
 mod batch;
+mod log;
 mod moderation;
 
 use std::sync::Arc;
@@ -17,7 +18,8 @@ use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
 use batch::Batchers;
 pub use batch::BATCHER_IDLE;
-pub use moderation::{Ban, Lift, LogPage};
+pub use log::{LogCursor, LogPage};
+pub use moderation::{Ban, Lift};
 
 #[derive(Clone)]
 pub struct Store {

@@ -8,7 +8,7 @@ use scorecast_shared::{ErrorCode, Id};
 use serde::{Deserialize, Serialize};
 
 use super::Store;
-use crate::error::{AppError, AppResult};
+use crate::error::AppResult;
 use crate::{keys, reply, scripts};
 
 /// A ban, as stored (`lb:{<board>}:bans`, `sc:bans`) and as the admin API returns it.
@@ -41,23 +41,6 @@ impl Lift {
             Lift::Expired { until_ms } => ("expired", until_ms.to_string()),
         }
     }
-}
-
-/// One page of a board's audit log, newest first.
-#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
-pub struct LogPage {
-    pub board: String,
-    #[schema(value_type = Vec<Object>)]
-    pub entries: Vec<serde_json::Value>,
-    /// Pass as `cursor` for the next (older) page; `null` when there is none.
-    pub next_cursor: Option<String>,
-}
-
-/// How many stream entries one log page examines at most (filtering by player skips some).
-const LOG_SCAN_MAX: usize = 10_000;
-
-fn unknown(board: &Id) -> AppError {
-    AppError::new(ErrorCode::UnknownBoard, format!("no board {board}"))
 }
 
 fn decode_bans(raw: Vec<String>) -> Vec<Ban> {
@@ -194,89 +177,4 @@ impl Store {
         let _: () = c.srem(keys::BOARDS, board.as_str()).await?;
         Ok(r.first().and_then(reply::int).unwrap_or(0) as u64)
     }
-
-    /// A page of the audit log, newest first: entries before `cursor` (a stream id from a
-    /// previous page), not older than `since_ms`, of `player` only if given. Examines at most
-    /// [`LOG_SCAN_MAX`] entries per page; `next_cursor` continues where it stopped.
-    pub async fn log_page(
-        &self,
-        board: &Id,
-        player: Option<&Id>,
-        since_ms: Option<i64>,
-        limit: usize,
-        cursor: Option<&str>,
-    ) -> AppResult<LogPage> {
-        self.board(board).await.map_err(|e| match e.code {
-            ErrorCode::UnknownBoard => unknown(board),
-            _ => e,
-        })?;
-        let mut c = self.conn.clone();
-        let mut end = cursor.map_or("+".to_owned(), |id| format!("({id}"));
-        let chunk = if player.is_some() || since_ms.is_some() {
-            500
-        } else {
-            limit
-        };
-        let mut entries = Vec::new();
-        let mut scanned = 0;
-        let mut next_cursor = None;
-        // Time is each entry's `time_ms` (the scripts' clock), not its stream id, so an
-        // injected clock filters the same way; entries are newest first, so the first one
-        // older than `since_ms` ends the page.
-        'scan: loop {
-            let reply: redis::streams::StreamRangeReply = c
-                .xrevrange_count(keys::log(board), &end, "-", chunk)
-                .await?;
-            let n = reply.ids.len();
-            scanned += n;
-            let mut last = None;
-            for e in reply.ids {
-                last = Some(e.id.clone());
-                let field = |k: &str| e.map.get(k).and_then(reply::text);
-                let time = field("time_ms").and_then(|t| t.parse::<i64>().ok());
-                if since_ms.is_some_and(|s| time.is_some_and(|t| t < s)) {
-                    break 'scan;
-                }
-                if player.is_some_and(|p| field("player").as_deref() != Some(p.as_str())) {
-                    continue;
-                }
-                entries.push(log_entry(&e));
-                if entries.len() == limit {
-                    next_cursor = Some(e.id.clone());
-                    break 'scan;
-                }
-            }
-            match last {
-                // The start of the stream.
-                Some(last) if n == chunk => {
-                    if scanned >= LOG_SCAN_MAX {
-                        next_cursor = Some(last);
-                        break;
-                    }
-                    end = format!("({last}");
-                }
-                _ => break,
-            }
-        }
-        Ok(LogPage {
-            board: board.to_string(),
-            entries,
-            next_cursor,
-        })
-    }
-}
-
-/// One audit-log entry as JSON: its fields, numbers as numbers, plus `stream_id`.
-pub(super) fn log_entry(e: &redis::streams::StreamId) -> serde_json::Value {
-    let mut obj = serde_json::Map::new();
-    obj.insert("stream_id".into(), e.id.clone().into());
-    for (k, v) in &e.map {
-        let s = reply::text(v).unwrap_or_default();
-        let v = match s.parse::<i64>() {
-            Ok(n) if !matches!(k.as_str(), "player" | "id" | "season" | "reason") => n.into(),
-            _ => s.into(),
-        };
-        obj.insert(k.clone(), v);
-    }
-    serde_json::Value::Object(obj)
 }

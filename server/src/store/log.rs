@@ -1,0 +1,249 @@
+//! The audit log (`lb:{<board>}:log`), read back: one object per accepted submission, ban or
+//! lift, newest first, filtered by player and time and paged by cursor.
+//!
+//! `lua/submit.lua` writes one stream entry per script call carrying the whole batch (`season`,
+//! `time_ms`, and `batch`: one `player id points op score rank` line per submission, in the
+//! order applied); entries written before batching, and the ban scripts' entries, hold one
+//! event in their own fields. A page can end inside a batch, so a cursor is a stream id plus how
+//! many of that entry's submissions were already returned.
+
+use redis::streams::StreamId;
+use redis::AsyncCommands;
+use scorecast_shared::{ErrorCode, Id};
+use serde::Serialize;
+
+use super::Store;
+use crate::error::{AppError, AppResult};
+use crate::{keys, reply};
+
+/// One page of a board's audit log, newest first.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct LogPage {
+    pub board: String,
+    #[schema(value_type = Vec<Object>)]
+    pub entries: Vec<serde_json::Value>,
+    /// Pass as `cursor` for the next (older) page; `null` when there is none.
+    pub next_cursor: Option<String>,
+}
+
+/// Where a page starts: before stream entry `id`, skipping its first `skip` events (newest
+/// first). Written `<ms>-<seq>` or `<ms>-<seq>.<skip>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogCursor {
+    id: String,
+    skip: usize,
+}
+
+impl LogCursor {
+    pub fn parse(s: &str) -> Option<LogCursor> {
+        let (id, skip) = match s.split_once('.') {
+            Some((id, skip)) => (id, skip.parse().ok()?),
+            None => (s, 0),
+        };
+        let (ms, seq) = id.split_once('-')?;
+        (ms.parse::<u64>().is_ok() && seq.parse::<u64>().is_ok()).then(|| LogCursor {
+            id: id.to_owned(),
+            skip,
+        })
+    }
+
+    fn render(&self) -> String {
+        match self.skip {
+            0 => self.id.clone(),
+            k => format!("{}.{k}", self.id),
+        }
+    }
+}
+
+/// How many stream entries one log page examines at most (filtering by player skips some).
+const LOG_SCAN_MAX: usize = 10_000;
+
+impl Store {
+    /// A page of the audit log, newest first: events before `cursor`, not older than
+    /// `since_ms`, of `player` only if given. Examines at most [`LOG_SCAN_MAX`] stream entries
+    /// per page; `next_cursor` continues where it stopped.
+    pub async fn log_page(
+        &self,
+        board: &Id,
+        player: Option<&Id>,
+        since_ms: Option<i64>,
+        limit: usize,
+        cursor: Option<LogCursor>,
+    ) -> AppResult<LogPage> {
+        self.board(board).await.map_err(|e| match e.code {
+            ErrorCode::UnknownBoard => {
+                AppError::new(ErrorCode::UnknownBoard, format!("no board {board}"))
+            }
+            _ => e,
+        })?;
+        let mut c = self.conn.clone();
+        let key = keys::log(board);
+        let filtered = player.is_some() || since_ms.is_some();
+        let chunk = if filtered { 500 } else { limit.max(1) };
+        let mut page = LogPage {
+            board: board.to_string(),
+            entries: Vec::new(),
+            next_cursor: None,
+        };
+        // A cursor inside an entry: that entry first, past what was returned of it.
+        let (mut end, mut pending) = match cursor {
+            None => ("+".to_owned(), None),
+            Some(cur) if cur.skip == 0 => (format!("({}", cur.id), None),
+            Some(cur) => {
+                let r: redis::streams::StreamRangeReply =
+                    c.xrange_count(&key, &cur.id, &cur.id, 1).await?;
+                (
+                    format!("({}", cur.id),
+                    r.ids.into_iter().next().map(|e| (e, cur.skip)),
+                )
+            }
+        };
+        let mut scanned = 0;
+        'scan: loop {
+            let batch: Vec<(StreamId, usize)> = match pending.take() {
+                Some(first) => vec![first],
+                None => {
+                    let r: redis::streams::StreamRangeReply =
+                        c.xrevrange_count(&key, &end, "-", chunk).await?;
+                    scanned += r.ids.len();
+                    if r.ids.is_empty() {
+                        break;
+                    }
+                    let full = r.ids.len() == chunk;
+                    if let Some(last) = r.ids.last() {
+                        end = format!("({}", last.id);
+                    }
+                    let ids: Vec<_> = r.ids.into_iter().map(|e| (e, 0)).collect();
+                    if !full {
+                        // The start of the stream is in this chunk.
+                        for (e, skip) in ids {
+                            if take_events(&e, skip, player, since_ms, limit, &mut page)? {
+                                break 'scan;
+                            }
+                        }
+                        break;
+                    }
+                    ids
+                }
+            };
+            for (e, skip) in batch {
+                if take_events(&e, skip, player, since_ms, limit, &mut page)? {
+                    break 'scan;
+                }
+            }
+            if scanned >= LOG_SCAN_MAX {
+                page.next_cursor = Some(end.trim_start_matches('(').to_owned());
+                break;
+            }
+        }
+        Ok(page)
+    }
+}
+
+/// Adds the events of entry `e` (newest first, past the first `skip`) that pass the filters.
+/// Returns true when the page is complete: full (its `next_cursor` set) or past `since_ms`.
+fn take_events(
+    e: &StreamId,
+    skip: usize,
+    player: Option<&Id>,
+    since_ms: Option<i64>,
+    limit: usize,
+    page: &mut LogPage,
+) -> AppResult<bool> {
+    let events = events_of(e)?;
+    let n = events.len();
+    for (i, ev) in events.into_iter().enumerate().skip(skip) {
+        if since_ms.is_some_and(|s| ev["time_ms"].as_i64().is_some_and(|t| t < s)) {
+            return Ok(true);
+        }
+        if player.is_some_and(|p| ev["player"].as_str() != Some(p.as_str())) {
+            continue;
+        }
+        page.entries.push(ev);
+        if page.entries.len() == limit {
+            let cur = LogCursor {
+                id: e.id.clone(),
+                skip: if i + 1 < n { i + 1 } else { 0 },
+            };
+            page.next_cursor = Some(cur.render());
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The events of one stream entry, newest first.
+fn events_of(e: &StreamId) -> AppResult<Vec<serde_json::Value>> {
+    let field = |k: &str| e.map.get(k).and_then(reply::text).unwrap_or_default();
+    if !e.map.contains_key("batch") {
+        return Ok(vec![plain_entry(e)]);
+    }
+    let season = field("season");
+    let time_ms = field("time_ms")
+        .parse::<i64>()
+        .map_err(|_| reply::bad("log time"))?;
+    field("batch")
+        .lines()
+        .rev()
+        .map(|line| audit_line(&e.id, &season, time_ms, line))
+        .collect()
+}
+
+/// An entry that holds one event in its own fields: numbers as numbers, plus `stream_id`.
+fn plain_entry(e: &StreamId) -> serde_json::Value {
+    let mut obj = serde_json::Map::new();
+    obj.insert("stream_id".into(), e.id.clone().into());
+    for (k, v) in &e.map {
+        let s = reply::text(v).unwrap_or_default();
+        let v = match s.parse::<i64>() {
+            Ok(n) if !matches!(k.as_str(), "player" | "id" | "season" | "reason") => n.into(),
+            _ => s.into(),
+        };
+        obj.insert(k.clone(), v);
+    }
+    serde_json::Value::Object(obj)
+}
+
+/// One submission of a batch entry: `player id points op score rank`.
+fn audit_line(
+    stream_id: &str,
+    season: &str,
+    time_ms: i64,
+    line: &str,
+) -> AppResult<serde_json::Value> {
+    let f: Vec<&str> = line.split(' ').collect();
+    let [player, id, points, op, score, rank] = f[..] else {
+        return Err(reply::bad("log line"));
+    };
+    let n = |s: &str| s.parse::<i64>().map_err(|_| reply::bad("log number"));
+    Ok(serde_json::json!({
+        "stream_id": stream_id,
+        "player": player,
+        "id": id,
+        "points": n(points)?,
+        "op": op,
+        "score": n(score)?,
+        "rank": n(rank)?,
+        "season": season,
+        "time_ms": time_ms,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LogCursor;
+
+    #[test]
+    fn cursors_round_trip_and_refuse_junk() {
+        for s in ["1-0", "1700000000000-3", "1700000000000-3.4"] {
+            assert_eq!(LogCursor::parse(s).map(|c| c.render()).as_deref(), Some(s));
+        }
+        assert_eq!(
+            LogCursor::parse("1-0.0").map(|c| c.render()).as_deref(),
+            Some("1-0")
+        );
+        for s in ["", "x", "1", "1-", "-1", "1-0.", "1-0.x", "1-0.-1", "a-b"] {
+            assert!(LogCursor::parse(s).is_none(), "{s}");
+        }
+    }
+}
