@@ -114,11 +114,20 @@ fn value_to_js(value: &Value) -> JsValue {
     }
 }
 
+/// How deeply [`from_js`] follows nested objects and arrays: far beyond any protocol message,
+/// and it stops a cyclic object (`o.self = o`) before the wasm stack runs out.
+const MAX_DEPTH: u32 = 64;
+
 /// A JS value made of plain objects, arrays, strings, numbers, booleans and `null` (what
 /// `JSON.parse` returns) as a `Value`. As in `JSON.stringify`, `undefined` and non-finite
-/// numbers read as `null`; integers up to 2^53 − 1 are integers. `None` for anything else
-/// (functions, symbols, BigInts, a throwing getter).
+/// numbers read as `null`, and only own enumerable fields count; integers up to 2^53 − 1 are
+/// integers. `None` for anything else: functions, symbols, BigInts, a getter that throws, sparse
+/// arrays or arrays with extra fields, nesting deeper than [`MAX_DEPTH`] (cycles).
 fn from_js(value: &JsValue) -> Option<Value> {
+    from_js_at(value, 0)
+}
+
+fn from_js_at(value: &JsValue, depth: u32) -> Option<Value> {
     const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
     if value.is_null_or_undefined() {
         Some(Value::Null)
@@ -132,23 +141,31 @@ fn from_js(value: &JsValue) -> Option<Value> {
         })
     } else if let Some(s) = value.as_string() {
         Some(Value::String(s))
-    } else if value.is_array() {
-        let len = reflect_get(value, &JsValue::from_str("length"))
-            .ok()?
-            .as_f64()?;
-        (0..len as u32)
-            .map(|i| from_js(&reflect_get(value, &JsValue::from_f64(f64::from(i))).ok()?))
-            .collect::<Option<Vec<Value>>>()
-            .map(Value::Array)
-    } else if value.is_object() && !value.is_function() {
-        let mut fields = Map::new();
-        for key in object_keys(value) {
-            let item = from_js(&reflect_get(value, &key).ok()?)?;
-            fields.insert(key.as_string()?, item);
-        }
-        Some(Value::Object(fields))
-    } else {
+    } else if depth >= MAX_DEPTH || !value.is_object() || value.is_function() {
         None
+    } else {
+        // Own enumerable keys: for an array, its indices in order. Reading by key (not up to
+        // `length`) keeps the work proportional to what exists, whatever `length` says.
+        let keys = object_keys(value);
+        let item = |key: &JsValue| from_js_at(&reflect_get(value, key).ok()?, depth + 1);
+        if value.is_array() {
+            let len = reflect_get(value, &JsValue::from_str("length"))
+                .ok()?
+                .as_f64()?;
+            if len != keys.len() as f64 {
+                return None; // holes or extra fields: not something JSON.parse makes
+            }
+            keys.iter()
+                .map(item)
+                .collect::<Option<Vec<Value>>>()
+                .map(Value::Array)
+        } else {
+            let mut fields = Map::new();
+            for key in &keys {
+                fields.insert(key.as_string()?, item(key)?);
+            }
+            Some(Value::Object(fields))
+        }
     }
 }
 

@@ -22,6 +22,10 @@ export function submitWith(kind) {
 export function throwingGetter() {
   return { type: 'ping', get boom() { throw new Error('getter'); } };
 }
+export function cyclic() { const o = { type: 'ping' }; o.self = o; return o; }
+export function deep(n) { let o = 1; for (let i = 0; i < n; i++) o = [o]; return { type: 'ping', o }; }
+export function sparse() { const a = []; a.length = 4294967295; return { type: 'ping', a }; }
+export function arrayWithField() { const a = [1]; a.x = 2; return { type: 'ping', a }; }
 export function withPrototypeField() {
   return Object.assign(Object.create({ inherited: 1 }), { type: 'ping' });
 }
@@ -36,6 +40,11 @@ extern "C" {
     fn submit_with(kind: &str) -> JsValue;
     #[wasm_bindgen(js_name = throwingGetter)]
     fn throwing_getter() -> JsValue;
+    fn cyclic() -> JsValue;
+    fn deep(n: u32) -> JsValue;
+    fn sparse() -> JsValue;
+    #[wasm_bindgen(js_name = arrayWithField)]
+    fn array_with_field() -> JsValue;
     #[wasm_bindgen(js_name = withPrototypeField)]
     fn with_prototype_field() -> JsValue;
 }
@@ -118,6 +127,23 @@ fn a_throwing_getter_is_an_error_not_a_crash() {
         encode_client_msg(json_parse(r#"{"type":"ping"}"#)).unwrap(),
         r#"{"type":"ping"}"#
     );
+}
+
+/// Shapes `JSON.parse` never makes are refused quickly instead of exhausting the stack or memory:
+/// a cycle, nesting past 64 levels, a sparse array of length 2^32 − 1, an array with a field.
+#[wasm_bindgen_test]
+fn cycles_deep_nesting_and_odd_arrays_are_refused() {
+    for (what, value) in [
+        ("cyclic", cyclic()),
+        ("deep 64", deep(64)),
+        ("sparse", sparse()),
+        ("array with a field", array_with_field()),
+    ] {
+        let err = encode_client_msg(value).expect_err(what);
+        assert_eq!(err.code().as_deref(), Some("bad_request"), "{what}");
+    }
+    // Unknown fields are dropped, however they are nested, within the bound.
+    assert_eq!(encode_client_msg(deep(62)).unwrap(), r#"{"type":"ping"}"#);
 }
 
 /// Only own enumerable fields count, as in `JSON.stringify`.
