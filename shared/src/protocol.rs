@@ -181,12 +181,12 @@ impl ClientMsg {
     pub fn parse(text: &str) -> Result<ClientMsg, ParseError> {
         let v: Value = serde_json::from_str(text)
             .map_err(|e| ParseError::frame(ErrorCode::BadRequest, format!("not JSON: {e}")))?;
-        ClientMsg::from_value(v)
+        ClientMsg::from_value(&v)
     }
 
     /// Reads a message from parsed JSON (what [`ClientMsg::parse`] does after parsing; the
     /// browser's `encodeClientMsg` starts here with the caller's object).
-    pub fn from_value(v: Value) -> Result<ClientMsg, ParseError> {
+    pub fn from_value(v: &Value) -> Result<ClientMsg, ParseError> {
         let Value::Object(obj) = v else {
             return Err(ParseError::frame(
                 ErrorCode::BadRequest,
@@ -215,20 +215,20 @@ impl ClientMsg {
                     code,
                     message,
                 };
-                let id = parse_id_field(&obj, "id").map_err(rejected)?;
-                let board = parse_id_field(&obj, "board").map_err(rejected)?;
+                let id = parse_id_field(obj, "id").map_err(rejected)?;
+                let board = parse_id_field(obj, "board").map_err(rejected)?;
                 let points = parse_points(obj.get("points")).map_err(rejected)?;
                 Ok(ClientMsg::Submit { id, board, points })
             }
             "subscribe" => {
-                let board = parse_id_field(&obj, "board").map_err(frame)?;
+                let board = parse_id_field(obj, "board").map_err(frame)?;
                 let view = match obj.get("view").and_then(Value::as_str) {
                     Some("top") => View::Top {
-                        limit: opt_u32(&obj, "limit", 1..=MAX_TOP_LIMIT, DEFAULT_TOP_LIMIT)?,
+                        limit: opt_u32(obj, "limit", 1..=MAX_TOP_LIMIT, DEFAULT_TOP_LIMIT)?,
                     },
                     Some("me") => View::Me,
                     Some("around") => View::Around {
-                        radius: opt_u32(&obj, "radius", 1..=MAX_RADIUS, DEFAULT_RADIUS)?,
+                        radius: opt_u32(obj, "radius", 1..=MAX_RADIUS, DEFAULT_RADIUS)?,
                     },
                     _ => {
                         return Err(ParseError::frame(
@@ -240,7 +240,7 @@ impl ClientMsg {
                 Ok(ClientMsg::Subscribe { board, view })
             }
             "unsubscribe" => {
-                let board = parse_id_field(&obj, "board").map_err(frame)?;
+                let board = parse_id_field(obj, "board").map_err(frame)?;
                 let view = obj
                     .get("view")
                     .and_then(Value::as_str)

@@ -212,7 +212,7 @@ pub fn parse_server_msg(text: &str) -> Result<JsValue, JsErr> {
 pub fn encode_client_msg(msg: JsValue) -> Result<String, JsErr> {
     let value = from_js(&msg)
         .ok_or_else(|| JsErr::bad_request("invalid client message: not a plain object"))?;
-    match ClientMsg::from_value(value) {
+    match ClientMsg::from_value(&value) {
         Ok(m) => Ok(m.to_json()),
         Err(ParseError::Frame { code, message } | ParseError::Submit { code, message, .. }) => Err(
             JsErr::with_code(code.as_str(), &format!("invalid client message: {message}")),
