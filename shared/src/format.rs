@@ -16,30 +16,26 @@ pub fn thousands(n: i64) -> String {
     out
 }
 
-/// `950` → `950`, `1234` → `1.2k`, `3_400_000` → `3.4M`, then `B`, `T`, `P`.
+/// `950` → `950`, `1234` → `1.2k`, `3_400_000` → `3.4M`, then `B`, `T`, `P`: one decimal,
+/// rounded down, dropped when it is 0. Integer arithmetic only (no float formatting in wasm).
 pub fn compact(n: i64) -> String {
-    const UNITS: [(f64, &str); 5] = [(1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")];
+    const UNITS: [(u64, &str); 5] = [
+        (1_000_000_000_000_000, "P"),
+        (1_000_000_000_000, "T"),
+        (1_000_000_000, "B"),
+        (1_000_000, "M"),
+        (1_000, "k"),
+    ];
     let sign = if n < 0 { "-" } else { "" };
-    let a = n.unsigned_abs() as f64;
-    for (i, (size, unit)) in UNITS.iter().enumerate() {
-        if a >= *size {
-            let v = (a / size * 10.0).floor() / 10.0;
-            // 999_950 would read "1000.0k": promote to the next unit instead.
-            if v >= 1000.0 && i > 0 {
-                let (bigger, u) = UNITS[i - 1];
-                return format!("{sign}{}{u}", trim((a / bigger * 10.0).floor() / 10.0));
-            }
-            return format!("{sign}{}{unit}", trim(v));
-        }
-    }
-    format!("{sign}{}", n.unsigned_abs())
-}
-
-fn trim(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
+    let a = n.unsigned_abs();
+    let Some((size, unit)) = UNITS.iter().find(|(size, _)| a >= *size) else {
+        return format!("{sign}{a}");
+    };
+    // Tenths of the unit, rounded down; below 1000 units, since the next unit up starts there.
+    let tenths = a / (size / 10);
+    match tenths % 10 {
+        0 => format!("{sign}{}{unit}", tenths / 10),
+        d => format!("{sign}{}.{d}{unit}", tenths / 10),
     }
 }
 
@@ -88,6 +84,14 @@ mod tests {
         assert_eq!(compact(999_999), "999.9k");
         assert_eq!(compact(-1500), "-1.5k");
         assert_eq!(compact(2_000), "2k");
+        assert_eq!(compact(999), "999");
+        assert_eq!(compact(1_000), "1k");
+        assert_eq!(compact(999_950), "999.9k");
+        assert_eq!(compact(1_000_000), "1M");
+        assert_eq!(compact(1_050_000_000), "1B");
+        assert_eq!(compact(9_007_199_254_740_991), "9P");
+        assert_eq!(compact(i64::MIN), "-9223.3P");
+        assert_eq!(compact(i64::MAX), "9223.3P");
         assert_eq!(ordinal(1), "1st");
         assert_eq!(ordinal(2), "2nd");
         assert_eq!(ordinal(3), "3rd");

@@ -21,7 +21,8 @@ pub enum IdError {
     Empty,
     #[error("id is longer than {MAX_ID_LEN} characters")]
     TooLong,
-    #[error("id contains {0:?}; allowed are A-Z a-z 0-9 _ . -")]
+    // `escape_default`, not `{0:?}`: `Debug` of a char brings Unicode tables into the wasm module.
+    #[error("id contains '{}'; allowed are A-Z a-z 0-9 _ . -", .0.escape_default())]
     BadChar(char),
     #[error("id is only dots; it needs at least one of A-Z a-z 0-9 _ -")]
     OnlyDots,

@@ -4,9 +4,14 @@
 //! [`ClientMsg::parse`] turns a frame into a message or into the exact answer the server owes:
 //! a bad `submit` must still be answered by `rejected` carrying its `id`, while a frame that is
 //! not a known message gets `error` `bad_request`.
+//!
+//! Both directions are read by hand from a [`serde_json::Value`] (`from_value`), not by derived
+//! `Deserialize` impls: the browser gets that `Value` from the object `JSON.parse` already made,
+//! so its wasm module carries neither a JSON parser nor serde's buffering of internally tagged
+//! enums (most of its size, see BENCHMARKS.md), and the server reads with the very same code.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ErrorCode;
 use crate::ids::Id;
@@ -45,6 +50,16 @@ pub enum ViewKind {
 }
 
 impl ViewKind {
+    /// `"top"`, `"me"` or `"around"`.
+    pub fn parse(s: &str) -> Option<ViewKind> {
+        match s {
+            "top" => Some(ViewKind::Top),
+            "me" => Some(ViewKind::Me),
+            "around" => Some(ViewKind::Around),
+            _ => None,
+        }
+    }
+
     /// Whether the view needs an authenticated player.
     pub fn needs_player(self) -> bool {
         !matches!(self, ViewKind::Top)
@@ -112,20 +127,19 @@ pub fn parse_points(v: Option<&Value>) -> Result<i64, (ErrorCode, String)> {
     let Value::Number(n) = v else {
         return Err((ErrorCode::BadRequest, "`points` must be an integer".into()));
     };
-    match n.as_i64() {
-        Some(p) if p.abs() <= crate::MAX_POINTS => Ok(p),
-        _ => Err((
-            ErrorCode::PointsOutOfRange,
-            format!("points must be an integer with |points| <= 2^53-1, got {n}"),
-        )),
+    const MESSAGE: &str = "points must be an integer with |points| <= 2^53-1";
+    // The value is echoed only when it is an integer: printing a float would bring float
+    // formatting into the browser's wasm module for one error message.
+    match (n.as_i64(), n.as_u64()) {
+        (Some(p), _) if p.abs() <= crate::MAX_POINTS => Ok(p),
+        (Some(p), _) => Err((ErrorCode::PointsOutOfRange, format!("{MESSAGE}, got {p}"))),
+        (None, Some(p)) => Err((ErrorCode::PointsOutOfRange, format!("{MESSAGE}, got {p}"))),
+        (None, None) => Err((ErrorCode::PointsOutOfRange, MESSAGE.into())),
     }
 }
 
 /// Reads a required id field.
-pub fn parse_id_field(
-    obj: &serde_json::Map<String, Value>,
-    field: &str,
-) -> Result<Id, (ErrorCode, String)> {
+pub fn parse_id_field(obj: &Map<String, Value>, field: &str) -> Result<Id, (ErrorCode, String)> {
     match obj.get(field) {
         None | Some(Value::Null) => {
             Err((ErrorCode::BadRequest, format!("missing field `{field}`")))
@@ -138,7 +152,7 @@ pub fn parse_id_field(
 }
 
 fn opt_u32(
-    obj: &serde_json::Map<String, Value>,
+    obj: &Map<String, Value>,
     field: &str,
     range: std::ops::RangeInclusive<u32>,
     default: u32,
@@ -167,6 +181,12 @@ impl ClientMsg {
     pub fn parse(text: &str) -> Result<ClientMsg, ParseError> {
         let v: Value = serde_json::from_str(text)
             .map_err(|e| ParseError::frame(ErrorCode::BadRequest, format!("not JSON: {e}")))?;
+        ClientMsg::from_value(&v)
+    }
+
+    /// Reads a message from parsed JSON (what [`ClientMsg::parse`] does after parsing; the
+    /// browser's `encodeClientMsg` starts here with the caller's object).
+    pub fn from_value(v: &Value) -> Result<ClientMsg, ParseError> {
         let Value::Object(obj) = v else {
             return Err(ParseError::frame(
                 ErrorCode::BadRequest,
@@ -195,20 +215,20 @@ impl ClientMsg {
                     code,
                     message,
                 };
-                let id = parse_id_field(&obj, "id").map_err(rejected)?;
-                let board = parse_id_field(&obj, "board").map_err(rejected)?;
+                let id = parse_id_field(obj, "id").map_err(rejected)?;
+                let board = parse_id_field(obj, "board").map_err(rejected)?;
                 let points = parse_points(obj.get("points")).map_err(rejected)?;
                 Ok(ClientMsg::Submit { id, board, points })
             }
             "subscribe" => {
-                let board = parse_id_field(&obj, "board").map_err(frame)?;
+                let board = parse_id_field(obj, "board").map_err(frame)?;
                 let view = match obj.get("view").and_then(Value::as_str) {
                     Some("top") => View::Top {
-                        limit: opt_u32(&obj, "limit", 1..=MAX_TOP_LIMIT, DEFAULT_TOP_LIMIT)?,
+                        limit: opt_u32(obj, "limit", 1..=MAX_TOP_LIMIT, DEFAULT_TOP_LIMIT)?,
                     },
                     Some("me") => View::Me,
                     Some("around") => View::Around {
-                        radius: opt_u32(&obj, "radius", 1..=MAX_RADIUS, DEFAULT_RADIUS)?,
+                        radius: opt_u32(obj, "radius", 1..=MAX_RADIUS, DEFAULT_RADIUS)?,
                     },
                     _ => {
                         return Err(ParseError::frame(
@@ -220,11 +240,11 @@ impl ClientMsg {
                 Ok(ClientMsg::Subscribe { board, view })
             }
             "unsubscribe" => {
-                let board = parse_id_field(&obj, "board").map_err(frame)?;
+                let board = parse_id_field(obj, "board").map_err(frame)?;
                 let view = obj
                     .get("view")
-                    .cloned()
-                    .and_then(|v| serde_json::from_value::<ViewKind>(v).ok())
+                    .and_then(Value::as_str)
+                    .and_then(ViewKind::parse)
                     .ok_or_else(|| {
                         ParseError::frame(ErrorCode::BadRequest, "`view` must be top, me or around")
                     })?;
@@ -233,14 +253,125 @@ impl ClientMsg {
             "ping" => Ok(ClientMsg::Ping),
             other => Err(ParseError::frame(
                 ErrorCode::BadRequest,
-                format!("unknown message type {other:?}"),
+                unknown_type(other),
             )),
         }
     }
 
     pub fn to_json(&self) -> String {
-        // unwrap: the message is plain data with string keys.
-        serde_json::to_string(self).unwrap()
+        to_json(self)
+    }
+}
+
+/// The JSON text of a message: plain data with string keys, so serializing cannot fail (and this
+/// avoids `unwrap`, whose message would bring `serde_json::Error`'s `Debug` into the wasm module).
+fn to_json<T: Serialize>(msg: &T) -> String {
+    match serde_json::to_string(msg) {
+        Ok(text) => text,
+        Err(_) => unreachable!("a protocol message always serializes"),
+    }
+}
+
+/// The fields of one JSON object, read as serde's derive would: an absent or `null` `Option`
+/// field is `None`; anything else of the wrong type is an error naming the field.
+struct Fields<'a>(&'a Map<String, Value>);
+
+impl<'a> Fields<'a> {
+    fn opt<T>(
+        &self,
+        field: &str,
+        what: &str,
+        read: impl Fn(&'a Value) -> Option<T>,
+    ) -> Result<Option<T>, String> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => read(v).map(Some).ok_or_else(|| wrong_type(field, what)),
+        }
+    }
+
+    fn req<T>(
+        &self,
+        field: &str,
+        what: &str,
+        read: impl Fn(&'a Value) -> Option<T>,
+    ) -> Result<T, String> {
+        self.opt(field, what, read)?.ok_or_else(|| missing(field))
+    }
+
+    fn string(&self, field: &str) -> Result<String, String> {
+        self.req(field, "a string", |v| v.as_str().map(str::to_owned))
+    }
+
+    fn opt_string(&self, field: &str) -> Result<Option<String>, String> {
+        self.opt(field, "a string", |v| v.as_str().map(str::to_owned))
+    }
+
+    fn u64(&self, field: &str) -> Result<u64, String> {
+        self.req(field, "an integer >= 0", Value::as_u64)
+    }
+
+    fn opt_u64(&self, field: &str) -> Result<Option<u64>, String> {
+        self.opt(field, "an integer >= 0", Value::as_u64)
+    }
+
+    fn i64(&self, field: &str) -> Result<i64, String> {
+        self.req(field, "an integer", Value::as_i64)
+    }
+
+    fn opt_i64(&self, field: &str) -> Result<Option<i64>, String> {
+        self.opt(field, "an integer", Value::as_i64)
+    }
+
+    fn bool(&self, field: &str) -> Result<bool, String> {
+        self.req(field, "a boolean", Value::as_bool)
+    }
+
+    /// A `#[serde(default)]` boolean: absent is `false`, `null` is wrong.
+    fn flag(&self, field: &str) -> Result<bool, String> {
+        match self.0.get(field) {
+            None => Ok(false),
+            Some(v) => v.as_bool().ok_or_else(|| wrong_type(field, "a boolean")),
+        }
+    }
+
+    fn code(&self, field: &str) -> Result<ErrorCode, String> {
+        self.req(field, "an error code", |v| {
+            v.as_str().and_then(ErrorCode::parse)
+        })
+    }
+
+    fn entries(&self, field: &str) -> Result<Vec<Entry>, String> {
+        self.req(field, "an array", Value::as_array)?
+            .iter()
+            .map(|e| Entry::from_value(e).map_err(|m| format!("`{field}`: {m}")))
+            .collect()
+    }
+}
+
+/// Echoes the type only when it is made of id characters, so the message needs no escaping
+/// (escaping code is sizeable in the browser's wasm module).
+fn unknown_type(ty: &str) -> String {
+    match crate::ids::validate(ty) {
+        Ok(()) => format!("unknown message type \"{ty}\""),
+        Err(_) => "unknown message type".into(),
+    }
+}
+
+// Out of line: one copy of each message instead of one per field read (wasm size).
+#[inline(never)]
+fn wrong_type(field: &str, what: &str) -> String {
+    format!("`{field}` must be {what}")
+}
+
+#[inline(never)]
+fn missing(field: &str) -> String {
+    format!("missing field `{field}`")
+}
+
+fn object(v: &Value) -> Result<Fields<'_>, String> {
+    match v {
+        Value::Object(obj) => Ok(Fields(obj)),
+        _ => Err("a message is a JSON object".into()),
     }
 }
 
@@ -260,12 +391,29 @@ pub struct Entry {
     pub reached_ms: Option<i64>,
 }
 
+impl Entry {
+    /// Reads a row from parsed JSON, with the rules of the derived `Deserialize`.
+    pub fn from_value(v: &Value) -> Result<Entry, String> {
+        let Value::Object(obj) = v else {
+            return Err("an entry is a JSON object".into());
+        };
+        let o = Fields(obj);
+        Ok(Entry {
+            rank: o.u64("rank")?,
+            player: o.string("player")?,
+            score: o.i64("score")?,
+            name: o.opt_string("name")?,
+            reached_ms: o.opt_i64("reached_ms")?,
+        })
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
 
 /// Server → client.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMsg {
     Welcome {
@@ -341,12 +489,85 @@ impl ServerMsg {
     }
 
     pub fn to_json(&self) -> String {
-        // unwrap: every variant is plain data with string keys.
-        serde_json::to_string(self).unwrap()
+        to_json(self)
     }
 
-    pub fn parse(text: &str) -> Result<ServerMsg, serde_json::Error> {
-        serde_json::from_str(text)
+    /// Parses one text frame; the error says what is wrong.
+    pub fn parse(text: &str) -> Result<ServerMsg, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        ServerMsg::from_value(&v)
+    }
+
+    /// Reads a message from parsed JSON (what [`ServerMsg::parse`] does after parsing; the
+    /// browser's `parseServerMsg` starts here). Unknown fields are ignored, absent `Option`
+    /// fields are `None`, anything else missing or of the wrong type is an error.
+    pub fn from_value(v: &Value) -> Result<ServerMsg, String> {
+        let o = object(v)?;
+        let ty = o.string("type")?;
+        Ok(match ty.as_str() {
+            "welcome" => ServerMsg::Welcome {
+                protocol: o.req("protocol", "a protocol version", |v| {
+                    v.as_u64().and_then(|n| u32::try_from(n).ok())
+                })?,
+                player: o.opt_string("player")?,
+                server_time_ms: o.i64("server_time_ms")?,
+            },
+            "ack" => ServerMsg::Ack {
+                id: o.string("id")?,
+                board: o.string("board")?,
+                season: o.string("season")?,
+                score: o.i64("score")?,
+                rank: o.u64("rank")?,
+                previous_rank: o.opt_u64("previous_rank")?,
+                duplicate: o.bool("duplicate")?,
+            },
+            "rejected" => ServerMsg::Rejected {
+                id: o.opt_string("id")?,
+                code: o.code("code")?,
+                message: o.string("message")?,
+                retry_after_ms: o.opt_u64("retry_after_ms")?,
+            },
+            "top" => ServerMsg::Top {
+                board: o.string("board")?,
+                season: o.string("season")?,
+                total: o.u64("total")?,
+                entries: o.entries("entries")?,
+                seq: o.u64("seq")?,
+                resync: o.flag("resync")?,
+            },
+            "rank" => ServerMsg::Rank {
+                board: o.string("board")?,
+                season: o.string("season")?,
+                player: o.string("player")?,
+                score: o.opt_i64("score")?,
+                rank: o.opt_u64("rank")?,
+                previous_rank: o.opt_u64("previous_rank")?,
+                seq: o.u64("seq")?,
+                resync: o.flag("resync")?,
+            },
+            "around" => ServerMsg::Around {
+                board: o.string("board")?,
+                season: o.string("season")?,
+                entries: o.entries("entries")?,
+                seq: o.u64("seq")?,
+                resync: o.flag("resync")?,
+            },
+            "notify" => ServerMsg::Notify {
+                kind: o.string("kind")?,
+                payload: o
+                    .0
+                    .get("payload")
+                    .cloned()
+                    .ok_or("missing field `payload`")?,
+            },
+            "pong" => ServerMsg::Pong,
+            "error" => ServerMsg::Error {
+                code: o.code("code")?,
+                message: o.string("message")?,
+                retry_after_ms: o.opt_u64("retry_after_ms")?,
+            },
+            other => return Err(unknown_type(other)),
+        })
     }
 }
 
@@ -468,5 +689,213 @@ mod tests {
         );
         assert_eq!(ServerMsg::parse(&ack.to_json()).unwrap(), ack);
         assert_eq!(ServerMsg::Pong.to_json(), r#"{"type":"pong"}"#);
+    }
+
+    fn every_server_message() -> Vec<ServerMsg> {
+        let entry = |rank, player: &str, score| Entry {
+            rank,
+            player: player.into(),
+            score,
+            name: None,
+            reached_ms: None,
+        };
+        vec![
+            ServerMsg::Welcome {
+                protocol: 1,
+                player: None,
+                server_time_ms: 1_700_000_000_000,
+            },
+            ServerMsg::Welcome {
+                protocol: 1,
+                player: Some("alice".into()),
+                server_time_ms: -1,
+            },
+            ServerMsg::Ack {
+                id: "c-17".into(),
+                board: "b".into(),
+                season: "all".into(),
+                score: -crate::MAX_POINTS,
+                rank: 1,
+                previous_rank: None,
+                duplicate: true,
+            },
+            ServerMsg::Rejected {
+                id: None,
+                code: ErrorCode::RateLimited,
+                message: "slow down".into(),
+                retry_after_ms: Some(850),
+            },
+            ServerMsg::Rejected {
+                id: Some("c-1".into()),
+                code: ErrorCode::InvalidId,
+                message: "m".into(),
+                retry_after_ms: None,
+            },
+            ServerMsg::Top {
+                board: "b".into(),
+                season: "all".into(),
+                total: 3,
+                entries: vec![
+                    Entry {
+                        name: Some("Bob".into()),
+                        reached_ms: Some(17),
+                        ..entry(1, "bob", 155)
+                    },
+                    entry(2, "ann", 3),
+                ],
+                seq: 42,
+                resync: true,
+            },
+            ServerMsg::Rank {
+                board: "b".into(),
+                season: "2025-01".into(),
+                player: "ann".into(),
+                score: None,
+                rank: Some(3),
+                previous_rank: Some(2),
+                seq: 1,
+                resync: false,
+            },
+            ServerMsg::Around {
+                board: "b".into(),
+                season: "all".into(),
+                entries: vec![entry(2, "a", -5)],
+                seq: u64::from(u32::MAX) + 1,
+                resync: false,
+            },
+            ServerMsg::Notify {
+                kind: "reward".into(),
+                payload: serde_json::json!({"rank": 1, "items": [1, 2.5, null]}),
+            },
+            ServerMsg::Pong,
+            ServerMsg::error(ErrorCode::Unavailable, "try later"),
+            ServerMsg::Error {
+                code: ErrorCode::RateLimited,
+                message: "too many messages on this connection".into(),
+                retry_after_ms: Some(20),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_server_message_reads_back_what_the_server_writes() {
+        for m in every_server_message() {
+            assert_eq!(
+                ServerMsg::parse(&m.to_json()),
+                Ok(m.clone()),
+                "{}",
+                m.to_json()
+            );
+        }
+    }
+
+    #[test]
+    fn server_messages_follow_the_derive_rules_for_absent_and_unknown_fields() {
+        // Absent options are `None`, absent `resync` is false, unknown fields are ignored.
+        assert_eq!(
+            ServerMsg::parse(r#"{"type":"welcome","protocol":1,"server_time_ms":5,"x":[1]}"#),
+            Ok(ServerMsg::Welcome {
+                protocol: 1,
+                player: None,
+                server_time_ms: 5
+            })
+        );
+        assert_eq!(
+            ServerMsg::parse(r#"{"type":"around","board":"b","season":"s","entries":[],"seq":0}"#),
+            Ok(ServerMsg::Around {
+                board: "b".into(),
+                season: "s".into(),
+                entries: vec![],
+                seq: 0,
+                resync: false
+            })
+        );
+        assert_eq!(
+            ServerMsg::parse(r#"{"type":"notify","kind":"k","payload":null}"#),
+            Ok(ServerMsg::Notify {
+                kind: "k".into(),
+                payload: Value::Null
+            })
+        );
+    }
+
+    #[test]
+    fn invalid_server_messages_say_what_is_wrong() {
+        for (text, says) in [
+            ("nope", "not JSON"),
+            ("[1]", "a message is a JSON object"),
+            (r#"{"no":"type"}"#, "missing field `type`"),
+            (r#"{"type":7}"#, "`type` must be a string"),
+            (
+                r#"{"type":"teleport"}"#,
+                "unknown message type \"teleport\"",
+            ),
+            (r#"{"type":"ack","id":"c-1"}"#, "missing field `board`"),
+            (
+                r#"{"type":"top","board":"b","season":"all","total":"3","entries":[],"seq":1}"#,
+                "`total` must be an integer >= 0",
+            ),
+            (
+                r#"{"type":"top","board":"b","season":"all","total":3,"entries":[{"rank":1}],"seq":1}"#,
+                "`entries`: missing field `player`",
+            ),
+            (
+                r#"{"type":"top","board":"b","season":"all","total":3,"entries":[],"seq":1,"resync":null}"#,
+                "`resync` must be a boolean",
+            ),
+            (
+                r#"{"type":"rank","board":"b","season":"s","player":"p","score":1.5,"seq":1}"#,
+                "`score` must be an integer",
+            ),
+            (
+                r#"{"type":"rejected","id":"x","code":"no_such_code","message":"m"}"#,
+                "`code` must be an error code",
+            ),
+            (
+                r#"{"type":"welcome","protocol":4294967296,"server_time_ms":1}"#,
+                "`protocol` must be a protocol version",
+            ),
+            (r#"{"type":"notify","kind":"k"}"#, "missing field `payload`"),
+            (
+                r#"{"type":"ack","id":"c","board":"b","season":"s","score":1,"rank":0,"duplicate":null}"#,
+                "missing field `duplicate`",
+            ),
+        ] {
+            let err = ServerMsg::parse(text).expect_err(text);
+            assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn error_messages_echo_integers_only() {
+        let points = |text: &str| match ClientMsg::parse(text) {
+            Err(ParseError::Submit { message, .. }) => message,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(
+            points(r#"{"type":"submit","id":"a","board":"b","points":9007199254740992}"#),
+            "points must be an integer with |points| <= 2^53-1, got 9007199254740992"
+        );
+        assert_eq!(
+            points(r#"{"type":"submit","id":"a","board":"b","points":-18446744073709551615}"#),
+            "points must be an integer with |points| <= 2^53-1"
+        );
+        assert_eq!(
+            points(r#"{"type":"submit","id":"a","board":"b","points":1.5}"#),
+            "points must be an integer with |points| <= 2^53-1"
+        );
+        assert_eq!(
+            points(r#"{"type":"submit","id":"a\n","board":"b","points":1}"#),
+            "`id`: id contains '\\n'; allowed are A-Z a-z 0-9 _ . -"
+        );
+        for (text, says) in [
+            (r#"{"type":"fly"}"#, r#"unknown message type "fly""#),
+            (r#"{"type":"fly\"\u00e9"}"#, "unknown message type"),
+        ] {
+            match ClientMsg::parse(text) {
+                Err(ParseError::Frame { message, .. }) => assert_eq!(message, says),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }

@@ -3,9 +3,9 @@
 //! ```text
 //! cargo xtask setup                  install what is missing (idempotent)
 //! cargo xtask wasm                   build `scorecast-shared` for the browser into web/pkg
-//! cargo xtask run [-- ARGS]          setup, wasm, then `scorecast --dev ARGS`
+//! cargo xtask run [--debug] [-- ARGS] setup, wasm, then `scorecast --dev ARGS` (release build)
 //! cargo xtask test [--quick] [-- FILTER...]
-//!                                    setup, then fmt, clippy, wasm, every test
+//!                                    setup, then fmt, clippy, wasm, its size, every test
 //! cargo xtask bench [--quick] [-- ARGS]
 //!                                    setup, then Scorecast beside the Node baseline
 //! cargo xtask chaos [-- ARGS]        setup, then the fault run (kills Redis, server, workers)
@@ -31,9 +31,11 @@ commands:
                              the wasm32 target, wasm-bindgen-cli (into .tools/)
   setup --browser            the same, plus chromium, node and tests/browser/node_modules
   wasm                       build scorecast-shared for wasm32 and bind it into web/pkg
-  run [-- ARGS]              setup, wasm, then start `scorecast --dev ARGS`
+  run [--debug] [-- ARGS]    setup, wasm, then start `scorecast --dev ARGS`, built in the
+                             release profile; --debug: the dev profile (faster to rebuild)
   test [--quick] [-- FILTER] setup, then fmt, clippy (native and wasm32), wasm build,
-                             cargo test, wasm tests, browser tests;
+                             wasm size (budget: 40 KiB gzipped), cargo test, wasm tests,
+                             browser tests;
                              --quick runs `cargo test` only; FILTER goes to the test runners
   bench [--quick] [-- ARGS]  setup, then build and run the load generator with ARGS:
                              Scorecast and the Node baseline (../shared/bench/peer) side
@@ -79,11 +81,11 @@ fn try_main() -> Result<ExitCode> {
             tasks::wasm(&ctx, &tools)?;
         }
         "run" => {
-            let (_, extra) = split_flags(&rest, &[])?;
+            let (flags, extra) = split_flags(&rest, &["--debug"])?;
             let tools = setup::run(&ctx, setup::Needs::toolchain())?;
             tasks::wasm(&ctx, &tools)?;
             // Only returns if the server could not be started.
-            tasks::run_server(&ctx, &tools, &extra)?;
+            tasks::run_server(&ctx, &tools, flags.contains(&"--debug"), &extra)?;
         }
         "test" => {
             let (flags, filter) = split_flags(&rest, &["--quick"])?;

@@ -1,13 +1,24 @@
 //! `cargo xtask wasm`, `run` and `test`.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use flate2::write::GzEncoder;
+use flate2::Compression;
 
 use crate::setup::{Tools, WASM_TARGET};
 use crate::util::{display, run, Ctx};
+
+/// The most the browser module may weigh: `web/pkg/scorecast_bg.wasm` plus its glue
+/// `web/pkg/scorecast.js`, each gzipped at the best level (`gzip -9`), together.
+pub const WASM_BUDGET: u64 = 40 * 1024;
+
+/// The cargo profile of the wasm build (root `Cargo.toml`): size-optimised, so the server's
+/// `[profile.release]` can be tuned for speed independently.
+const WASM_PROFILE: &str = "wasm-release";
 
 /// Builds `scorecast-shared` for wasm32 and generates the JS bindings into `web/pkg`.
 pub fn wasm(ctx: &Ctx, tools: &Tools) -> Result<()> {
@@ -18,7 +29,8 @@ pub fn wasm(ctx: &Ctx, tools: &Tools) -> Result<()> {
         "scorecast-shared",
         "--target",
         WASM_TARGET,
-        "--release",
+        "--profile",
+        WASM_PROFILE,
         "--lib",
     ]))
     .context("building scorecast-shared for wasm32 failed")?;
@@ -26,34 +38,134 @@ pub fn wasm(ctx: &Ctx, tools: &Tools) -> Result<()> {
     let module = ctx
         .target_dir
         .join(WASM_TARGET)
-        .join("release/scorecast_shared.wasm");
+        .join(WASM_PROFILE)
+        .join("scorecast_shared.wasm");
     let out_dir = ctx.root.join("web/pkg");
+    // The name section only serves debuggers; it would be a quarter of the gzipped module.
     run(Command::new(wasm_bindgen)
-        .args(["--target", "web", "--out-name", "scorecast", "--out-dir"])
+        .args(["--target", "web", "--out-name", "scorecast"])
+        .args(["--remove-name-section", "--remove-producers-section"])
+        .arg("--out-dir")
         .arg(&out_dir)
         .arg(&module)
         .current_dir(&ctx.root))
     .context("wasm-bindgen failed")?;
 
-    let size = std::fs::metadata(out_dir.join("scorecast_bg.wasm"))
-        .map(|m| format!(" ({} KiB)", m.len() / 1024))
-        .unwrap_or_default();
-    println!("ok wasm web/pkg/scorecast.js, web/pkg/scorecast_bg.wasm{size}");
+    // The doc comments wasm-bindgen copies from `shared/src/wasm.rs` stay in `scorecast.d.ts`
+    // (for editors); in the glue every browser downloads they were a fifth of its gzipped size.
+    let glue = out_dir.join("scorecast.js");
+    let js =
+        std::fs::read_to_string(&glue).with_context(|| format!("reading {}", glue.display()))?;
+    std::fs::write(&glue, strip_doc_comments(&js))
+        .with_context(|| format!("writing {}", glue.display()))?;
+    println!("ok wasm web/pkg/scorecast.js, web/pkg/scorecast_bg.wasm");
+    // Figures only: the budget fails `cargo xtask test`, not a build.
+    let payload = Payload::measure(&out_dir)?;
+    match payload.check(WASM_BUDGET) {
+        Ok(line) => println!("{line}"),
+        Err(over) => println!("{over:#}"),
+    }
     Ok(())
 }
 
-/// `cargo run -p scorecast-server --bin scorecast -- --dev ARGS`, in place of this process
-/// on Unix so that Ctrl-C reaches the server alone and it can stop its redis-server cleanly.
-pub fn run_server(ctx: &Ctx, tools: &Tools, extra: &[String]) -> Result<()> {
-    let mut cmd = ctx.cargo([
-        "run",
-        "-p",
-        "scorecast-server",
-        "--bin",
-        "scorecast",
-        "--",
-        "--dev",
-    ]);
+/// `js` without its `/** ... */` blocks that start a line (wasm-bindgen's JSDoc, one per export).
+fn strip_doc_comments(js: &str) -> String {
+    let mut out = String::with_capacity(js.len());
+    let mut in_doc = false;
+    for line in js.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if !in_doc && trimmed.starts_with("/**") {
+            in_doc = true;
+        }
+        if in_doc {
+            in_doc = !trimmed.ends_with("*/");
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// Sizes of the browser module as built into a `web/pkg` directory.
+struct Payload {
+    wasm: u64,
+    js: u64,
+    wasm_gz: u64,
+    js_gz: u64,
+    /// Both files gzipped at the fast level, as the server's `Compress` middleware sends them.
+    served_gz: u64,
+}
+
+impl Payload {
+    fn measure(dir: &Path) -> Result<Payload> {
+        let read = |name: &str| {
+            let path = dir.join(name);
+            std::fs::read(&path).with_context(|| {
+                format!("reading {} (run `cargo xtask wasm` first)", path.display())
+            })
+        };
+        let wasm = read("scorecast_bg.wasm")?;
+        let js = read("scorecast.js")?;
+        Ok(Payload {
+            wasm: wasm.len() as u64,
+            js: js.len() as u64,
+            wasm_gz: gzip_len(&wasm, Compression::best())?,
+            js_gz: gzip_len(&js, Compression::best())?,
+            served_gz: gzip_len(&wasm, Compression::fast())? + gzip_len(&js, Compression::fast())?,
+        })
+    }
+
+    fn total(&self) -> u64 {
+        self.wasm_gz + self.js_gz
+    }
+
+    /// One line of figures; an error when the gzipped total is above `budget` bytes.
+    fn check(&self, budget: u64) -> Result<String> {
+        let line = format!(
+            "browser payload: wasm {} B ({} B gzipped) + glue JS {} B ({} B gzipped) = {} B \
+             = {:.1} KiB gzipped; budget {:.1} KiB; as served (gzip level 1): {} B",
+            self.wasm,
+            self.wasm_gz,
+            self.js,
+            self.js_gz,
+            self.total(),
+            self.total() as f64 / 1024.0,
+            budget as f64 / 1024.0,
+            self.served_gz,
+        );
+        if self.total() > budget {
+            bail!(
+                "{line}\nthe browser module is over its budget by {} B: see what grew with \
+                 BENCHMARKS.md's \"browser payload\" notes",
+                self.total() - budget
+            );
+        }
+        Ok(line)
+    }
+}
+
+fn gzip_len(bytes: &[u8], level: Compression) -> Result<u64> {
+    let mut gz = GzEncoder::new(Vec::new(), level);
+    gz.write_all(bytes)?;
+    Ok(gz.finish()?.len() as u64)
+}
+
+/// Fails when `web/pkg` (as last built) is over [`WASM_BUDGET`]; prints the figures either way.
+pub fn wasm_budget(ctx: &Ctx) -> Result<()> {
+    let line = Payload::measure(&ctx.root.join("web/pkg"))?.check(WASM_BUDGET)?;
+    println!("{line}");
+    Ok(())
+}
+
+/// `cargo run -p scorecast-server --release --bin scorecast -- --dev ARGS` (without `--release`
+/// when `debug`), in place of this process on Unix so that Ctrl-C reaches the server alone and
+/// it can stop its redis-server cleanly.
+pub fn run_server(ctx: &Ctx, tools: &Tools, debug: bool, extra: &[String]) -> Result<()> {
+    let mut cmd = ctx.cargo(["run", "-p", "scorecast-server"]);
+    if !debug {
+        cmd.arg("--release");
+    }
+    cmd.args(["--bin", "scorecast", "--", "--dev"]);
     cmd.args(extra)
         .env("SCORECAST_REDIS_SERVER", &tools.redis_server);
     println!("running {}", display(&cmd));
@@ -76,7 +188,7 @@ pub fn test(ctx: &Ctx, tools: &Tools, quick: bool, filter: &[String]) -> Result<
 
     if quick {
         steps.skip(
-            "fmt, clippy, wasm build, wasm tests, browser tests",
+            "fmt, clippy, wasm build, wasm size, wasm tests, browser tests",
             "--quick",
         );
     } else {
@@ -107,6 +219,7 @@ pub fn test(ctx: &Ctx, tools: &Tools, quick: bool, filter: &[String]) -> Result<
             ]))
         })?;
         steps.run("wasm build", || wasm(ctx, tools))?;
+        steps.run("wasm size", || wasm_budget(ctx))?;
     }
 
     steps.run("cargo test", || {
@@ -246,4 +359,57 @@ impl Steps {
 
 fn secs(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(wasm_gz: u64, js_gz: u64) -> Payload {
+        Payload {
+            wasm: 3 * wasm_gz,
+            js: 3 * js_gz,
+            wasm_gz,
+            js_gz,
+            served_gz: wasm_gz + js_gz,
+        }
+    }
+
+    #[test]
+    fn the_budget_counts_wasm_and_glue_together() {
+        let line = payload(30_000, 5_000).check(WASM_BUDGET).unwrap();
+        assert!(
+            line.contains("= 35000 B = 34.2 KiB gzipped; budget 40.0 KiB"),
+            "{line}"
+        );
+        assert!(payload(40_960, 0).check(WASM_BUDGET).is_ok());
+        let err = payload(36_000, 5_000).check(WASM_BUDGET).unwrap_err();
+        assert!(err.to_string().contains("over its budget by 40 B"), "{err}");
+    }
+
+    #[test]
+    fn doc_comments_leave_the_glue_and_code_stays() {
+        let js = "/* @ts-self-types=\"./scorecast.d.ts\" */\n\n/**\n * Parses.\n * @returns {any}\n */\nexport function parse(text) {\n    /** inline */\n    return f(\"/** not a comment */\", text); // */\n}\n";
+        assert_eq!(
+            strip_doc_comments(js),
+            "/* @ts-self-types=\"./scorecast.d.ts\" */\n\nexport function parse(text) {\n    return f(\"/** not a comment */\", text); // */\n}\n"
+        );
+    }
+
+    #[test]
+    fn gzip_sizes_are_of_the_compressed_stream() {
+        let text = b"scorecast ".repeat(1000);
+        let best = gzip_len(&text, Compression::best()).unwrap();
+        assert!(best > 18 && best < 200, "{best}"); // 18 B of gzip header and trailer
+        let mut x = 2_463_534_242u32; // xorshift32: bytes gzip cannot shrink
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        assert!(gzip_len(&noise, Compression::best()).unwrap() > 4000);
+    }
 }
