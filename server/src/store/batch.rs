@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use redis::aio::ConnectionManager;
+use crate::conn::RedisConn;
 use redis::Value;
 use scorecast_shared::{ErrorCode, Id, Op};
 use tokio::sync::{mpsc, oneshot};
@@ -75,7 +75,7 @@ impl Store {
 /// Applies a board's queued submissions, as many as are waiting (up to [`MAX_BATCH`]) per
 /// script call, until every sender is gone.
 async fn run_batches(
-    mut conn: ConnectionManager,
+    mut conn: RedisConn,
     clock: Clock,
     board: Id,
     mut rx: mpsc::UnboundedReceiver<Pending>,
@@ -131,7 +131,7 @@ async fn run_batches(
 }
 
 async fn apply_batch(
-    conn: &mut ConnectionManager,
+    conn: &mut RedisConn,
     clock: &Clock,
     board: &Id,
     batch: &[Pending],

@@ -6,7 +6,7 @@ mod batch;
 
 use std::sync::Arc;
 
-use redis::aio::ConnectionManager;
+use crate::conn::RedisConn;
 use redis::{AsyncCommands, Value};
 use scorecast_shared::{BoardConfig, Entry, ErrorCode, Id, Op};
 use serde::Serialize;
@@ -19,7 +19,7 @@ pub use batch::BATCHER_IDLE;
 
 #[derive(Clone)]
 pub struct Store {
-    conn: ConnectionManager,
+    conn: RedisConn,
     clock: Clock,
     /// One group-commit queue per board (see [`Store::submit`]).
     batchers: Batchers,
@@ -87,7 +87,7 @@ fn opt_rank(v: i64) -> Option<u64> {
 }
 
 impl Store {
-    pub fn new(conn: ConnectionManager, clock: Clock) -> Store {
+    pub fn new(conn: RedisConn, clock: Clock) -> Store {
         Store {
             conn,
             clock,
@@ -112,7 +112,7 @@ impl Store {
     }
 
     /// The shared multiplexed connection (never for blocking commands).
-    pub fn conn(&self) -> ConnectionManager {
+    pub fn conn(&self) -> RedisConn {
         self.conn.clone()
     }
 
@@ -162,13 +162,14 @@ impl Store {
             // A fresh store: an empty pipeline would be an "empty command" error from redis-rs.
             return Ok(Vec::new());
         }
-        // One round trip for every config (a pipeline, not MGET: on a cluster the keys live in
-        // different slots).
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.get(keys::config(id));
-        }
-        let raw: Vec<Option<String>> = pipe.query_async(&mut c).await?;
+        // Every config at once: concurrent GETs, which the multiplexed connection pipelines (not
+        // MGET or one pipeline: on a cluster the keys live in different slots, each GET is routed
+        // to its own node).
+        let raw: Vec<Option<String>> = futures_util::future::try_join_all(ids.iter().map(|id| {
+            let mut c = c.clone();
+            async move { c.get::<_, Option<String>>(keys::config(id)).await }
+        }))
+        .await?;
         ids.into_iter()
             .zip(raw)
             // An index entry without a config (a board being removed) is no board.
