@@ -1,6 +1,7 @@
 //! End-to-end tests: one binary, real redis-server processes, real servers.
 
 mod boards;
+mod cluster;
 mod hardening;
 mod notify_jobs;
 mod packing;

@@ -16,6 +16,7 @@ use scorecast_server::state::AppState;
 use scorecast_shared::Id;
 use serde_json::{json, Value};
 
+pub mod cluster;
 pub mod ws;
 
 pub use scorecast_server;

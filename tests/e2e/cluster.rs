@@ -1,0 +1,265 @@
+//! Redis Cluster (issue 13): Scorecast on a local 3-master cluster started by the harness
+//! (`scorecast_tests::cluster`). Boards and queues whose slots live on different masters, used
+//! through two instances; every script runs on the master owning its slot.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::Method;
+use scorecast_server::queue::{NewJob, Queue};
+use scorecast_shared::Id;
+use scorecast_tests::cluster::{Cluster, ClusterApp};
+use scorecast_tests::ws::WsClient;
+use serde_json::{json, Value};
+
+const PUSH_WITHIN: Duration = Duration::from_secs(5);
+
+fn id(s: &str) -> Id {
+    Id::parse(s).unwrap()
+}
+
+fn score_of(v: &Value, player: &str) -> Option<i64> {
+    v["entries"]
+        .as_array()?
+        .iter()
+        .find(|e| e["player"] == player)
+        .and_then(|e| e["score"].as_i64())
+}
+
+/// Two boards whose slots live on different masters, created and scored through instance A and
+/// B crosswise, each watched from the other instance: every push arrives, every script ran on
+/// the master that owns its board.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boards_on_different_masters_are_shared_by_two_instances() {
+    let cluster = Cluster::start(3, 0).await;
+    let spread = cluster
+        .ids_on_each_master("board", |b| format!("lb:{{{b}}}:config"))
+        .await;
+    let ((b1, m1), (b2, m2)) = (spread[0].clone(), spread[1].clone());
+    assert_ne!(m1, m2, "the two boards live on different masters");
+    let a = ClusterApp::start(&cluster, |_| {}).await;
+    let b = ClusterApp::start(&cluster, |_| {}).await;
+    a.board(&b1, json!({})).await;
+    b.board(&b2, json!({})).await;
+
+    // The board index (one key) and each board's config (on its own master) read back.
+    let listed = a.call(Method::GET, "/v1/boards", None, false).await;
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+    let text = listed.body.to_string();
+    assert!(text.contains(&b1) && text.contains(&b2), "{text}");
+
+    let mut on_b = WsClient::connect(&b.ws_url()).await;
+    let snap = on_b.subscribe(&b1, "top", json!({})).await;
+    assert_eq!(snap["type"], "top", "{snap}");
+    let mut on_a = WsClient::connect(&a.ws_url()).await;
+    let snap = on_a.subscribe(&b2, "top", json!({})).await;
+    assert_eq!(snap["type"], "top", "{snap}");
+
+    let before: Vec<u64> = vec![
+        cluster.calls(m1, "evalsha").await,
+        cluster.calls(m2, "evalsha").await,
+    ];
+    // A player on instance A submits to board 1 over WebSocket; instance B scores board 2.
+    let mut alice = WsClient::connect(&a.ws_url()).await;
+    assert_eq!(alice.hello(&a.token("alice")).await["type"], "welcome");
+    let ack = alice.submit("s-1", &b1, 42).await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    b.score(&b2, "bob", 7).await;
+
+    let top = on_b
+        .recv_until(PUSH_WITHIN, |v| {
+            v["type"] == "top" && v["board"] == b1.as_str() && score_of(v, "alice") == Some(42)
+        })
+        .await;
+    assert_eq!(top["total"], 1);
+    let top = on_a
+        .recv_until(PUSH_WITHIN, |v| {
+            v["type"] == "top" && v["board"] == b2.as_str() && score_of(v, "bob") == Some(7)
+        })
+        .await;
+    assert_eq!(top["total"], 1);
+    // Each board's submission script ran on its own master.
+    assert!(cluster.calls(m1, "evalsha").await > before[0]);
+    assert!(cluster.calls(m2, "evalsha").await > before[1]);
+
+    // The same submission id again is applied once (dedup on the board's slot).
+    let again = alice.submit("s-1", &b1, 42).await;
+    assert_eq!(again["type"], "ack", "{again}");
+    let read = b
+        .call(
+            Method::GET,
+            &format!("/v1/boards/{b1}/top?limit=5"),
+            None,
+            false,
+        )
+        .await;
+    assert_eq!(read.status, 200, "{:?}", read.body);
+    assert_eq!(score_of(&read.body, "alice"), Some(42), "{:?}", read.body);
+
+    // notify published through instance B reaches alice's session on instance A.
+    let player = id("alice");
+    let mut reached = (0, 0);
+    for _ in 0..100 {
+        reached = b
+            .state
+            .hub
+            .notify(&player, "reward", json!({"gold": 5}))
+            .await
+            .expect("notify");
+        if reached.1 > 0 {
+            break;
+        }
+        // The instance subscribes to alice's channel right after her hello: retry until then.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(reached, (0, 1), "no session on B, one other instance");
+    let n = alice.recv_type("notify").await;
+    assert_eq!(n["payload"], json!({"gold": 5}));
+}
+
+fn job(n: usize) -> NewJob {
+    NewJob::new(&id("work"), &json!({ "n": n }))
+        .unwrap()
+        .id(id(&format!("j{n}")))
+}
+
+/// A queue on each master: jobs enqueued, claimed by concurrent blocking claimers and acked
+/// exactly once; a lapsed lease redelivered by the reaper; a job out of attempts dead-lettered;
+/// the promoter and reaper (running in the instance) cover every queue on every master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_on_each_master_runs_every_job_exactly_once() {
+    let cluster = Cluster::start(3, 0).await;
+    let spread = cluster
+        .ids_on_each_master("queue", |q| format!("q:{{{q}}}:ready"))
+        .await;
+    assert_eq!(spread.len(), 3);
+    let app = ClusterApp::start(&cluster, |_| {}).await;
+    const JOBS: usize = 60;
+
+    for (name, port) in &spread {
+        let q: Queue = app.state.queues.get(&id(name));
+        for n in 0..JOBS {
+            q.enqueue(job(n)).await.expect("enqueue");
+        }
+        assert_eq!(q.counts().await.unwrap().ready, JOBS as u64);
+        // The queue's keys are on its master alone.
+        let mut direct = cluster
+            .nodes
+            .iter()
+            .find(|n| n.port == *port)
+            .unwrap()
+            .conn()
+            .await
+            .unwrap();
+        let ready: u64 = redis::cmd("ZCARD")
+            .arg(format!("q:{{{name}}}:ready"))
+            .query_async(&mut direct)
+            .await
+            .unwrap();
+        assert_eq!(ready, JOBS as u64, "queue {name} lives on {port}");
+
+        // Four claimers, blocking on the master that owns the queue's slot.
+        let done: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let (q, done) = (q.clone(), done.clone());
+            tasks.push(tokio::spawn(async move {
+                while let Some(c) = q
+                    .claim_wait(Duration::from_secs(30), Duration::from_millis(300))
+                    .await
+                    .expect("claim")
+                {
+                    q.ack(&id(c.job.id.as_str()), &c.lease.token)
+                        .await
+                        .expect("ack");
+                    *done
+                        .lock()
+                        .unwrap()
+                        .entry(c.job.id.to_string())
+                        .or_default() += 1;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let done = done.lock().unwrap().clone();
+        assert_eq!(done.len(), JOBS, "queue {name}: every job ran");
+        assert!(done.values().all(|n| *n == 1), "queue {name}: exactly once");
+
+        // A lapsed lease: redelivered by the reaper with the next attempt; the late ack loses.
+        q.enqueue(
+            NewJob::new(&id("work"), &json!("lapse"))
+                .unwrap()
+                .id(id("lapse")),
+        )
+        .await
+        .unwrap();
+        let first = q
+            .claim(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .expect("claimed");
+        let second = q
+            .claim_wait(Duration::from_secs(30), Duration::from_secs(15))
+            .await
+            .unwrap()
+            .expect("redelivered after the lease lapsed");
+        assert_eq!((second.job.id.as_str(), second.job.attempts), ("lapse", 2));
+        let late = q.ack(&id("lapse"), &first.lease.token).await.unwrap_err();
+        assert_eq!(late.code.as_str(), "lease_lost");
+        q.ack(&id("lapse"), &second.lease.token).await.unwrap();
+
+        // Out of attempts: the reaper dead-letters it; retry brings it back once.
+        q.enqueue(
+            NewJob::new(&id("work"), &json!("dead"))
+                .unwrap()
+                .id(id("dead"))
+                .max_attempts(1),
+        )
+        .await
+        .unwrap();
+        q.claim(Duration::from_millis(100))
+            .await
+            .unwrap()
+            .expect("claimed");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while q.counts().await.unwrap().dead == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "queue {name}: no dead letter"
+            );
+            // The reaper runs on its own schedule (the lease's end): nothing to await here.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (total, dead) = q.dead(0, 10).await.unwrap();
+        assert_eq!((total, dead[0].job.id.as_str()), (1, "dead"));
+        q.retry(&id("dead")).await.unwrap();
+        let c = q
+            .claim_wait(Duration::from_secs(30), Duration::from_secs(5))
+            .await
+            .unwrap()
+            .expect("retried");
+        assert_eq!(c.job.id.as_str(), "dead");
+        q.ack(&id("dead"), &c.lease.token).await.unwrap();
+        let counts = q.counts().await.unwrap();
+        assert_eq!(
+            (counts.ready, counts.delayed, counts.processing, counts.dead),
+            (0, 0, 0, 0)
+        );
+    }
+    // The index lists the three queues (it lives on one slot, written beside each enqueue).
+    let names: HashSet<String> = app
+        .state
+        .queues
+        .names()
+        .await
+        .unwrap()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    for (name, _) in &spread {
+        assert!(names.contains(name), "{name} in {names:?}");
+    }
+}
