@@ -140,11 +140,11 @@ impl Cluster {
     pub async fn wait_ok(&self) {
         for n in self.nodes.iter().filter(|n| n.alive()) {
             wait_for(&format!("node {} sees the cluster ok", n.port), || async {
-                let info: String = match query(n, &redis::cmd("CLUSTER").arg("INFO")).await {
+                let info: String = match query(n, redis::cmd("CLUSTER").arg("INFO")).await {
                     Ok(i) => i,
                     Err(_) => return false,
                 };
-                let repl: String = match query(n, &redis::cmd("INFO").arg("replication")).await {
+                let repl: String = match query(n, redis::cmd("INFO").arg("replication")).await {
                     Ok(i) => i,
                     Err(_) => return false,
                 };
