@@ -263,3 +263,116 @@ async fn a_queue_on_each_master_runs_every_job_exactly_once() {
         assert!(names.contains(name), "{name} in {names:?}");
     }
 }
+
+/// 3 masters + 3 replicas: the master owning a busy board's slot is killed while players submit
+/// (each submission retried with its id until acknowledged). The replica takes over,
+/// submissions go on, the view watching through the killed node's pub/sub resyncs, nothing is
+/// counted twice; what was acknowledged and then lost (replication is asynchronous) is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_failover_mid_load_counts_once_and_resyncs_views() {
+    let mut cluster = Cluster::start(3, 1).await;
+    let board = "busy";
+    let master = cluster.owner_of(&format!("lb:{{{board}}}:config")).await;
+    let a = Arc::new(ClusterApp::start(&cluster, |_| {}).await);
+    // Instance B's pub/sub connection goes to the doomed master first.
+    let b = ClusterApp::start_on(&cluster.url_first(master), |_| {}).await;
+    a.board(board, json!({})).await;
+    let mut viewer = WsClient::connect(&b.ws_url()).await;
+    assert_eq!(
+        viewer.subscribe(board, "top", json!({})).await["type"],
+        "top"
+    );
+
+    const PLAYERS: usize = 6;
+    const EACH: usize = 60;
+    let acked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let progress = Arc::new(tokio::sync::Notify::new());
+    let retries = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for p in 0..PLAYERS {
+        let (a, acked, progress, retries) =
+            (a.clone(), acked.clone(), progress.clone(), retries.clone());
+        tasks.push(tokio::spawn(async move {
+            for n in 0..EACH {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+                loop {
+                    let r = a
+                        .admin(
+                            Method::POST,
+                            &format!("/admin/boards/busy/players/p{p}/score"),
+                            json!({"points": 1, "id": format!("p{p}-{n}")}),
+                        )
+                        .await;
+                    if r.status == 200 {
+                        break;
+                    }
+                    assert_eq!(
+                        r.status, 503,
+                        "only unavailable while failing over: {:?}",
+                        r.body
+                    );
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "p{p}-{n} never acknowledged"
+                    );
+                    retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // Back off a little before the retry (a client's retry policy).
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                acked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                progress.notify_waiters();
+            }
+        }));
+    }
+    // Mid-load: a third of the submissions acknowledged.
+    loop {
+        let notified = progress.notified();
+        if acked.load(std::sync::atomic::Ordering::SeqCst) >= PLAYERS * EACH / 3 {
+            break;
+        }
+        notified.await;
+    }
+    let at_kill = acked.load(std::sync::atomic::Ordering::SeqCst);
+    cluster.node(master).kill();
+    let killed_at = std::time::Instant::now();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let took = killed_at.elapsed();
+    cluster.wait_ok().await;
+    let new_master = cluster.owner_of(&format!("lb:{{{board}}}:config")).await;
+    assert_ne!(new_master, master, "the replica took over");
+
+    let total = PLAYERS * EACH;
+    let read = a
+        .call(Method::GET, "/v1/boards/busy/top?limit=100", None, false)
+        .await;
+    assert_eq!(read.status, 200, "{:?}", read.body);
+    let scores: Vec<i64> = (0..PLAYERS)
+        .map(|p| score_of(&read.body, &format!("p{p}")).unwrap_or(0))
+        .collect();
+    let counted: i64 = scores.iter().sum();
+    for s in &scores {
+        assert!(*s <= EACH as i64, "a submission counted twice: {scores:?}");
+    }
+    let lost = total as i64 - counted;
+    println!(
+        "failover: {total} submissions acknowledged ({at_kill} before the kill), {counted} counted, \
+         {lost} acknowledged and lost; {} retries; all acknowledged {:.1} s after the kill",
+        retries.load(std::sync::atomic::Ordering::Relaxed),
+        took.as_secs_f64()
+    );
+
+    // The view resynced (its pub/sub node died) and converges on what Redis holds.
+    viewer
+        .recv_until(Duration::from_secs(30), |v| {
+            v["type"] == "top" && v["resync"] == true
+        })
+        .await;
+    let p0 = scores[0];
+    viewer
+        .recv_until(Duration::from_secs(30), |v| {
+            v["type"] == "top" && score_of(v, "p0") == Some(p0)
+        })
+        .await;
+}

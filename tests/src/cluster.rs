@@ -163,6 +163,14 @@ impl Cluster {
         format!("redis+cluster://{}", hosts.join(","))
     }
 
+    /// The same with the node on `port` as the first seed (where an instance's pub/sub
+    /// connection goes first).
+    pub fn url_first(&self, port: u16) -> String {
+        let mut hosts: Vec<String> = self.nodes.iter().map(Node::addr).collect();
+        hosts.sort_by_key(|h| !h.ends_with(&format!(":{port}")));
+        format!("redis+cluster://{}", hosts.join(","))
+    }
+
     /// The slot of `key`.
     pub async fn slot(&self, key: &str) -> u16 {
         let n = self.nodes.iter().find(|n| n.alive()).expect("a live node");
@@ -280,7 +288,12 @@ pub struct ClusterApp {
 impl ClusterApp {
     /// Starts an instance on `cluster` (Redis clock), after `tweak` adjusts the settings.
     pub async fn start(cluster: &Cluster, tweak: impl FnOnce(&mut Settings)) -> ClusterApp {
-        let mut settings = test_settings(&cluster.url());
+        Self::start_on(&cluster.url(), tweak).await
+    }
+
+    /// Starts an instance on the cluster named by `url` (see [`Cluster::url_first`]).
+    pub async fn start_on(url: &str, tweak: impl FnOnce(&mut Settings)) -> ClusterApp {
+        let mut settings = test_settings(url);
         tweak(&mut settings);
         let app = Application::build_with_clock(settings, Clock::Redis)
             .await
