@@ -152,12 +152,34 @@ impl Default for QueueSettings {
     }
 }
 
+/// Redis beyond its URL (README, "Running on Redis Cluster").
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSettings {
+    /// Acknowledge a submission only once this many replicas of its board's master have it
+    /// (`WAIT`); 0 (the default) acknowledges once the master applied it.
+    pub wait_replicas: u32,
+    /// How long a submission waits for those replicas before it is answered `unavailable` (a
+    /// retry with the same id is applied once).
+    pub wait_timeout_ms: u64,
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        RedisSettings {
+            wait_replicas: 0,
+            wait_timeout_ms: 500,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub listen: SocketAddr,
     /// May carry a password, so it prints as a secret.
     pub redis_url: Option<Secret>,
+    pub redis: RedisSettings,
     pub admin_token: Option<Secret>,
     pub token_secret: Option<Secret>,
     pub web_dir: PathBuf,
@@ -183,6 +205,7 @@ impl Default for Settings {
             // unwrap: a constant, valid socket address.
             listen: "127.0.0.1:8080".parse().unwrap(),
             redis_url: None,
+            redis: RedisSettings::default(),
             admin_token: None,
             token_secret: None,
             web_dir: PathBuf::from("web"),

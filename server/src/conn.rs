@@ -157,6 +157,35 @@ pub async fn connect(url: &str) -> anyhow::Result<RedisConn> {
     }
 }
 
+impl RedisConn {
+    /// `WAIT replicas timeout_ms` on the node that owns `key` (on a cluster, routed by the key's
+    /// slot to its master): blocks until that many replicas have every write this connection
+    /// made there, or the timeout passed. Returns how many replicas acknowledged.
+    pub async fn wait_replicas(
+        &mut self,
+        key: &str,
+        replicas: u32,
+        timeout_ms: u64,
+    ) -> redis::RedisResult<u32> {
+        let mut cmd = redis::cmd("WAIT");
+        cmd.arg(replicas).arg(timeout_ms);
+        match self {
+            RedisConn::Single(c) => cmd.query_async(c).await,
+            RedisConn::Cluster(c) => {
+                use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+                let route = Route::with_key(key, SlotAddr::Master);
+                let v = c
+                    .route_command(
+                        cmd,
+                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+                    )
+                    .await?;
+                Ok(redis::from_redis_value(v)?)
+            }
+        }
+    }
+}
+
 /// Opens dedicated connections (each one parked by its blocking command) on the target.
 #[derive(Clone)]
 pub enum Dialer {

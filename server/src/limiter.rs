@@ -3,10 +3,10 @@
 //! (`lua/gcra.lua`) keeps one key per subject for limits too high for a log. Both read the clock inside the script unless a test
 //! clock is injected. When Redis is unreachable, the caller gets `unavailable` (fail closed).
 
-use crate::conn::RedisConn;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
+use crate::conn::RedisConn;
 use crate::error::{AppResult, RateInfo};
 use crate::{keys, scripts};
 

@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
-use crate::conn::RedisConn;
 use redis::Value;
 use scorecast_shared::Id;
 
 use crate::clock::Clock;
+use crate::conn::RedisConn;
 use crate::error::AppResult;
 use crate::{keys, metrics, reply, scripts};
 

@@ -63,7 +63,8 @@ impl Application {
             }
         };
         let conn = connect(&url).await?;
-        let store = Store::new(conn.clone(), clock.clone());
+        let store = Store::new(conn.clone(), clock.clone())
+            .with_replica_wait(settings.redis.wait_replicas, settings.redis.wait_timeout_ms);
         for (id, cfg) in &settings.boards {
             let id = Id::parse(id)?;
             if let Err(e) = store.put_board(&id, cfg).await {

@@ -376,3 +376,70 @@ async fn a_master_failover_mid_load_counts_once_and_resyncs_views() {
         })
         .await;
 }
+
+/// `[redis] wait_replicas = 1`: a submission is acknowledged only once a replica of its board's
+/// master has it (read back from the replica itself). Prints what the wait costs per
+/// submission against an instance without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_replicas_acknowledges_what_a_replica_has_and_its_cost_is_printed() {
+    let cluster = Cluster::start(3, 1).await;
+    let board = "durable";
+    let master = cluster.owner_of(&format!("lb:{{{board}}}:config")).await;
+    let replica = cluster.replica_of(master).await;
+    let plain = ClusterApp::start(&cluster, |_| {}).await;
+    let waiting = ClusterApp::start(&cluster, |s| {
+        s.redis.wait_replicas = 1;
+        s.redis.wait_timeout_ms = 2_000;
+    })
+    .await;
+    plain.board(board, json!({})).await;
+
+    let mut on_replica = cluster
+        .nodes
+        .iter()
+        .find(|n| n.port == replica)
+        .unwrap()
+        .conn()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("READONLY")
+        .query_async(&mut on_replica)
+        .await
+        .unwrap();
+    const N: u32 = 100;
+    let mut per = Vec::new();
+    for (app, player) in [(&plain, "fast"), (&waiting, "safe")] {
+        let mut spent = Duration::ZERO;
+        for n in 0..N {
+            let t = std::time::Instant::now();
+            app.score(board, player, 1).await;
+            spent += t.elapsed();
+            if player == "safe" {
+                // Acknowledged: the replica has it already.
+                let season: String = redis::cmd("ZRANGE")
+                    .arg(format!("lb:{{{board}}}:seasons"))
+                    .arg(-1)
+                    .arg(-1)
+                    .query_async::<Vec<String>>(&mut on_replica)
+                    .await
+                    .unwrap()
+                    .pop()
+                    .unwrap_or_else(|| "all".into());
+                let score: Option<f64> = redis::cmd("ZSCORE")
+                    .arg(format!("lb:{{{board}}}:s:{season}"))
+                    .arg(player)
+                    .query_async(&mut on_replica)
+                    .await
+                    .unwrap();
+                assert!(score.is_some(), "acknowledged #{n} is on the replica");
+            }
+        }
+        per.push(spent.as_secs_f64() * 1e6 / f64::from(N));
+    }
+    println!(
+        "WAIT 1 replica: {:.0} µs per sequential HTTP submission without, {:.0} µs with (+{:.0} µs)",
+        per[0],
+        per[1],
+        per[1] - per[0]
+    );
+}

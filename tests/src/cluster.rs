@@ -227,6 +227,19 @@ impl Cluster {
         panic!("no ids spread over every master");
     }
 
+    /// The port of a replica of the master on `port` (from its `INFO replication`).
+    pub async fn replica_of(&self, port: u16) -> u16 {
+        let n = self.nodes.iter().find(|n| n.port == port).expect("node");
+        let info: String = query(n, redis::cmd("INFO").arg("replication"))
+            .await
+            .expect("INFO replication");
+        info.lines()
+            .find_map(|l| l.strip_prefix("slave0:"))
+            .and_then(|l| l.split(',').find_map(|kv| kv.strip_prefix("port=")))
+            .and_then(|p| p.parse().ok())
+            .expect("the master has a replica")
+    }
+
     /// Ports of the masters that own slots.
     pub async fn masters(&self) -> Vec<u16> {
         let mut ports = Vec::new();

@@ -15,12 +15,12 @@ mod job;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::conn::RedisConn;
 use redis::{AsyncCommands, Value};
 use scorecast_shared::Id;
 
 use crate::clock::Clock;
 use crate::config::QueueSettings;
+use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
 

@@ -6,12 +6,12 @@ mod batch;
 
 use std::sync::Arc;
 
-use crate::conn::RedisConn;
 use redis::{AsyncCommands, Value};
 use scorecast_shared::{BoardConfig, Entry, ErrorCode, Id, Op};
 use serde::Serialize;
 
 use crate::clock::Clock;
+use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
 use batch::Batchers;
@@ -24,6 +24,8 @@ pub struct Store {
     /// One group-commit queue per board (see [`Store::submit`]).
     batchers: Batchers,
     batcher_idle: std::time::Duration,
+    /// `(replicas, timeout_ms)`: submissions are acknowledged once that many replicas have them.
+    replica_wait: Option<(u32, u64)>,
 }
 
 /// One score submission, from any front door (WebSocket, HTTP admin, jobs).
@@ -93,12 +95,20 @@ impl Store {
             clock,
             batchers: Arc::default(),
             batcher_idle: BATCHER_IDLE,
+            replica_wait: None,
         }
     }
 
     /// How long a board's batcher waits for submissions before it stops (tests shorten it).
     pub fn with_batcher_idle(mut self, idle: std::time::Duration) -> Store {
         self.batcher_idle = idle;
+        self
+    }
+
+    /// Acknowledge submissions only once `replicas` replicas have them (`WAIT`, at most
+    /// `timeout_ms`; fewer replicas in time answers `unavailable`). 0 turns it off.
+    pub fn with_replica_wait(mut self, replicas: u32, timeout_ms: u64) -> Store {
+        self.replica_wait = (replicas > 0).then_some((replicas, timeout_ms));
         self
     }
 
