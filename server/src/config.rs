@@ -33,7 +33,8 @@ pub struct Cli {
     #[arg(long, env = "SCORECAST_LISTEN")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
-    /// Redis URL (redis://host:port/db); none starts an embedded redis-server.
+    /// Redis URL (redis://host:port/db, or redis+cluster://host:port,host:port for a Redis
+    /// Cluster); none starts an embedded redis-server.
     #[arg(long, env = "SCORECAST_REDIS_URL", hide_env_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis_url: Option<Secret>,
