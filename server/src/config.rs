@@ -320,7 +320,8 @@ mod tests {
         std::fs::write(
             &file,
             "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n\
-             [boards.free]\nsubmit_limit = \"unlimited\"\n[auth]\nmax_token_lifetime_s = 86400\n",
+             [boards.free]\nsubmit_limit = \"unlimited\"\n[auth]\nmax_token_lifetime_s = 86400\n\
+             [redis]\nwait_replicas = 1\n",
         )
         .unwrap();
         let cli = Cli {
@@ -340,6 +341,11 @@ mod tests {
             "TOML's way to say null"
         );
         assert_eq!(s.auth.max_token_lifetime_s, 86_400);
+        assert_eq!(
+            (s.redis.wait_replicas, s.redis.wait_timeout_ms),
+            (1, 500),
+            "[redis] with the timeout's default"
+        );
         assert!(s.finish().is_err(), "no secrets outside dev");
         s.admin_token = Some(Secret::new("short"));
         s.token_secret = Some(Secret::generate());

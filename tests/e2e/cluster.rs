@@ -443,3 +443,64 @@ async fn wait_replicas_acknowledges_what_a_replica_has_and_its_cost_is_printed()
         per[1] - per[0]
     );
 }
+
+/// The figures of BENCHMARKS.md, "Redis Cluster" (ignored: a measurement, not a check; run with
+/// `cargo test --release -p scorecast-tests --test e2e -- cluster::throughput --ignored
+/// --nocapture`): submissions/s over 32 boards through one instance, on one Redis and on 3
+/// masters, and the Redis time per submission script on each node.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore]
+async fn throughput_over_many_boards_one_node_vs_three_masters() {
+    use scorecast_server::embedded::RedisProcess;
+    use scorecast_tests::cluster::command_stats;
+    const BOARDS: usize = 32;
+    const CLIENTS: usize = 64;
+    const RUN: Duration = Duration::from_secs(8);
+    let single = RedisProcess::start(&scorecast_tests::temp_dir("bench-single"), false).unwrap();
+    let cluster = Cluster::start(3, 0).await;
+    let targets: Vec<(&str, String, Vec<u16>)> = vec![
+        ("1 node", single.url(), vec![single.port]),
+        ("3 masters", cluster.url(), cluster.masters().await),
+    ];
+    for (name, url, ports) in targets {
+        let app = Arc::new(ClusterApp::start_on(&url, |s| s.workers = false).await);
+        for b in 0..BOARDS {
+            app.board(&format!("m{b}"), json!({"submit_limit": null}))
+                .await;
+        }
+        let mut before = Vec::new();
+        for p in &ports {
+            before.push(command_stats(*p, "evalsha").await.0);
+        }
+        let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stop = tokio::time::Instant::now() + RUN;
+        let mut tasks = Vec::new();
+        for c in 0..CLIENTS {
+            let (app, done) = (app.clone(), done.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut n = c;
+                while tokio::time::Instant::now() < stop {
+                    app.score(&format!("m{}", n % BOARDS), &format!("p{c}"), 1)
+                        .await;
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    n += 1;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let n = done.load(std::sync::atomic::Ordering::Relaxed);
+        let mut shards = Vec::new();
+        for (p, b) in ports.iter().zip(before) {
+            let (calls, us) = command_stats(*p, "evalsha").await;
+            shards.push(format!("{} scripts at {us:.1} µs", calls - b));
+        }
+        println!(
+            "{name}: {:.0} submissions/s over {BOARDS} boards, {CLIENTS} HTTP clients; per node: {}",
+            n as f64 / RUN.as_secs_f64(),
+            shards.join("; ")
+        );
+        app.handle.stop(true).await;
+    }
+}

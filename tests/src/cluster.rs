@@ -275,6 +275,32 @@ impl Cluster {
     }
 }
 
+/// `(calls, usec_per_call)` of command `name` from `INFO commandstats` of the Redis on `port`.
+pub async fn command_stats(port: u16, name: &str) -> (u64, f64) {
+    let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}")) else {
+        return (0, 0.0);
+    };
+    let Ok(mut c) = client.get_multiplexed_async_connection().await else {
+        return (0, 0.0);
+    };
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut c)
+        .await
+        .unwrap_or_default();
+    let prefix = format!("cmdstat_{name}:");
+    let Some(line) = info.lines().find_map(|l| l.strip_prefix(&prefix)) else {
+        return (0, 0.0);
+    };
+    let field = |k: &str| {
+        line.split(',')
+            .find_map(|kv| kv.strip_prefix(k))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (field("calls=") as u64, field("usec_per_call="))
+}
+
 /// Polls `check` (every 50 ms: there is no event to await for a cluster's own state) until it
 /// holds; panics after [`FORM_WITHIN`].
 pub async fn wait_for<F, Fut>(what: &str, mut check: F)
