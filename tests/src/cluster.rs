@@ -132,6 +132,22 @@ impl Cluster {
             String::from_utf8_lossy(&out.stderr)
         );
         cluster.wait_ok().await;
+        // Nodes start as masters: wait until every replica has switched role and synced, or
+        // a failover could promote a replica that never had the data.
+        let want = masters * replicas;
+        wait_for(&format!("{want} replicas synced"), || async {
+            let mut synced = 0;
+            for n in &cluster.nodes {
+                let repl: String = query(n, redis::cmd("INFO").arg("replication"))
+                    .await
+                    .unwrap_or_default();
+                if repl.contains("role:slave") && repl.contains("master_link_status:up") {
+                    synced += 1;
+                }
+            }
+            synced == want
+        })
+        .await;
         cluster
     }
 
