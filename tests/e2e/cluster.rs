@@ -504,3 +504,73 @@ async fn throughput_over_many_boards_one_node_vs_three_masters() {
         app.handle.stop(true).await;
     }
 }
+
+/// The rest of the board administration on the cluster, through two instances: a manual
+/// rollover, the audit log, removing a player, and a token revocation made on one instance
+/// reaching a session on the other (`sc:{revoked}`, one slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seasons_log_removal_and_revocation_work_on_the_cluster() {
+    let cluster = Cluster::start(3, 0).await;
+    let a = ClusterApp::start(&cluster, |_| {}).await;
+    let b = ClusterApp::start(&cluster, |_| {}).await;
+    a.board("s", json!({"submit_limit": null})).await;
+    a.score("s", "x", 10).await;
+    let r = b
+        .admin(
+            Method::POST,
+            "/admin/boards/s/rollover",
+            json!({"season": "s2"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["previous_season"], "all");
+    a.score("s", "y", 5).await;
+    let top = b.call(Method::GET, "/v1/boards/s/top", None, false).await;
+    assert_eq!(top.body["season"], "s2", "{:?}", top.body);
+    assert_eq!(
+        (score_of(&top.body, "y"), score_of(&top.body, "x")),
+        (Some(5), None)
+    );
+    let old = a
+        .call(Method::GET, "/v1/boards/s/top?season=all", None, false)
+        .await;
+    assert_eq!(score_of(&old.body, "x"), Some(10), "{:?}", old.body);
+
+    let log = b
+        .call(Method::GET, "/admin/boards/s/log?count=10", None, true)
+        .await;
+    let entries = log.body["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert_eq!(entries[0]["player"], "y");
+    let del = a
+        .call(Method::DELETE, "/admin/boards/s/players/y", None, true)
+        .await;
+    assert_eq!(del.status, 204);
+    let gone = b
+        .call(Method::GET, "/v1/boards/s/players/y", None, false)
+        .await;
+    assert_eq!(gone.status, 404);
+
+    let mut alice = WsClient::connect(&b.ws_url()).await;
+    assert_eq!(alice.hello(&b.token("alice")).await["type"], "welcome");
+    assert_eq!(alice.submit("r-0", "s", 1).await["type"], "ack");
+    let r = a
+        .admin(Method::POST, "/admin/players/alice/revoke", json!(null))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    // Instance B learns of it by polling: submit until it says no.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut n = 0;
+    let refusal = loop {
+        n += 1;
+        let v = alice.submit(&format!("r-{n}"), "s", 1).await;
+        if v["type"] == "rejected" {
+            break v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still accepted: {v}"
+        );
+    };
+    assert_eq!(refusal["code"], "unauthorized", "{refusal}");
+}
