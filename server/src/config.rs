@@ -33,7 +33,8 @@ pub struct Cli {
     #[arg(long, env = "SCORECAST_LISTEN")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
-    /// Redis URL (redis://host:port/db); none starts an embedded redis-server.
+    /// Redis URL (redis://host:port/db, or redis+cluster://host:port,host:port for a Redis
+    /// Cluster); none starts an embedded redis-server.
     #[arg(long, env = "SCORECAST_REDIS_URL", hide_env_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis_url: Option<Secret>,
@@ -161,12 +162,34 @@ impl Default for QueueSettings {
     }
 }
 
+/// Redis beyond its URL (README, "Running on Redis Cluster").
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSettings {
+    /// Acknowledge a submission only once this many replicas of its board's master have it
+    /// (`WAIT`); 0 (the default) acknowledges once the master applied it.
+    pub wait_replicas: u32,
+    /// How long a submission waits for those replicas before it is answered `unavailable` (a
+    /// retry with the same id is applied once).
+    pub wait_timeout_ms: u64,
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        RedisSettings {
+            wait_replicas: 0,
+            wait_timeout_ms: 500,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub listen: SocketAddr,
     /// May carry a password, so it prints as a secret.
     pub redis_url: Option<Secret>,
+    pub redis: RedisSettings,
     pub admin_token: Option<Secret>,
     pub token_secret: Option<Secret>,
     pub web_dir: PathBuf,
@@ -192,6 +215,7 @@ impl Default for Settings {
             // unwrap: a constant, valid socket address.
             listen: "127.0.0.1:8080".parse().unwrap(),
             redis_url: None,
+            redis: RedisSettings::default(),
             admin_token: None,
             token_secret: None,
             web_dir: PathBuf::from("web"),
@@ -421,7 +445,8 @@ mod tests {
         std::fs::write(
             &file,
             "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n\
-             [boards.free]\nsubmit_limit = \"unlimited\"\n[auth]\nmax_token_lifetime_s = 86400\n",
+             [boards.free]\nsubmit_limit = \"unlimited\"\n[auth]\nmax_token_lifetime_s = 86400\n\
+             [redis]\nwait_replicas = 1\n",
         )
         .unwrap();
         let cli = Cli {
@@ -441,6 +466,11 @@ mod tests {
             "TOML's way to say null"
         );
         assert_eq!(s.auth.max_token_lifetime_s, 86_400);
+        assert_eq!(
+            (s.redis.wait_replicas, s.redis.wait_timeout_ms),
+            (1, 500),
+            "[redis] with the timeout's default"
+        );
         assert!(s.finish().is_err(), "no secrets outside dev");
         s.admin_token = Some(Secret::new("short"));
         s.token_secret = Some(Secret::generate());

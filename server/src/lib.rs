@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod clock;
 pub mod config;
+pub mod conn;
 pub mod embedded;
 pub mod error;
 pub mod http;

@@ -3,10 +3,10 @@
 //! (`lua/gcra.lua`) keeps one key per subject for limits too high for a log. Both read the clock inside the script unless a test
 //! clock is injected. When Redis is unreachable, the caller gets `unavailable` (fail closed).
 
-use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
+use crate::conn::RedisConn;
 use crate::error::{AppResult, RateInfo};
 use crate::{keys, scripts};
 
@@ -32,12 +32,12 @@ pub struct Policy {
 
 #[derive(Clone)]
 pub struct Limiter {
-    conn: ConnectionManager,
+    conn: RedisConn,
     clock: Clock,
 }
 
 impl Limiter {
-    pub fn new(conn: ConnectionManager, clock: Clock) -> Limiter {
+    pub fn new(conn: RedisConn, clock: Clock) -> Limiter {
         Limiter { conn, clock }
     }
 

@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use redis::Value;
 use scorecast_shared::Id;
 
 use crate::clock::Clock;
+use crate::conn::RedisConn;
 use crate::error::AppResult;
 use crate::{keys, metrics, reply, scripts};
 
@@ -81,7 +81,7 @@ impl Revocations {
     }
 
     /// Reads the revocations from Redis if they changed since the last read.
-    pub async fn refresh(&self, conn: &mut ConnectionManager) -> redis::RedisResult<()> {
+    pub async fn refresh(&self, conn: &mut RedisConn) -> redis::RedisResult<()> {
         // unwrap: the lock is never held across a panic-prone call.
         let seq = self.known.read().unwrap().seq;
         let answer: Vec<Value> = scripts::REVOKED_READ
@@ -113,7 +113,7 @@ impl Revocations {
     }
 
     /// Polls Redis every `every` until every other handle is gone (the application stopped).
-    pub fn spawn_poller(&self, mut conn: ConnectionManager, every: Duration) {
+    pub fn spawn_poller(&self, mut conn: RedisConn, every: Duration) {
         let weak: Weak<RwLock<Known>> = Arc::downgrade(&self.known);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
@@ -145,7 +145,7 @@ impl Revocations {
     /// `keep_ms`: how long the record must outlive the tokens it covers. Returns revoked_at_ms.
     pub async fn revoke(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut RedisConn,
         clock: &Clock,
         player: &Id,
         keep_ms: u64,

@@ -8,12 +8,12 @@ use std::time::Duration;
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use scorecast_shared::Id;
 
 use crate::auth::Tokens;
 use crate::clock::Clock;
 use crate::config::Settings;
+use crate::conn::Dialer;
 use crate::embedded::RedisProcess;
 use crate::hub::Hub;
 use crate::limiter::Limiter;
@@ -32,32 +32,7 @@ pub struct Application {
     background: Option<Background>,
 }
 
-/// How long a Redis reply may take before the call fails with `unavailable`.
-const REDIS_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// `url` without its password, for messages (secrets never appear in logs).
-pub fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-/// A connection manager (multiplexed, reconnecting) for `url`.
-pub async fn connect(url: &str) -> anyhow::Result<ConnectionManager> {
-    let client =
-        redis::Client::open(url).with_context(|| format!("bad redis url {}", redacted(url)))?;
-    let cfg = ConnectionManagerConfig::new()
-        .set_response_timeout(Some(REDIS_RESPONSE_TIMEOUT))
-        .set_connection_timeout(Some(Duration::from_secs(1)))
-        .set_number_of_retries(2)
-        .set_max_delay(Duration::from_millis(500));
-    ConnectionManager::new_with_config(client, cfg)
-        .await
-        .with_context(|| format!("cannot reach redis at {}", redacted(url)))
-}
+pub use crate::conn::{connect, redacted};
 
 impl Application {
     /// Builds with the production clock (Redis TIME).
@@ -88,7 +63,8 @@ impl Application {
             }
         };
         let conn = connect(&url).await?;
-        let store = Store::new(conn.clone(), clock.clone());
+        let store = Store::new(conn.clone(), clock.clone())
+            .with_replica_wait(settings.redis.wait_replicas, settings.redis.wait_timeout_ms);
         for (id, cfg) in &settings.boards {
             let id = Id::parse(id)?;
             if let Err(e) = store.put_board(&id, cfg).await {
@@ -98,7 +74,7 @@ impl Application {
         // Blocking queue waits open dedicated connections from this client (never the shared one).
         let queues = Queues::new(
             conn.clone(),
-            redis::Client::open(url.as_str())?,
+            Dialer::new(&url)?,
             clock.clone(),
             settings.queues.clone(),
         );

@@ -1,352 +1,576 @@
-//! DESIGN §8: every script's keys share one hash slot, checked on what Redis itself saw. The
-//! server runs against a one-node cluster (cluster mode, every slot on the node), which refuses
-//! a command or script whose *declared* keys span slots (CROSSSLOT). Keys a script builds
-//! inside Lua are not declared, so a `MONITOR` records every command — a script's own commands
-//! follow its EVALSHA — and Redis names each command's keys (`COMMAND GETKEYS`) and their slot
-//! (`CLUSTER KEYSLOT`). Every script in `lua/` is run at least once.
+//! Redis Cluster (issue 13): Scorecast on a local 3-master cluster started by the harness
+//! (`scorecast_tests::cluster`). Boards and queues whose slots live on different masters, used
+//! through two instances; every script runs on the master owning its slot.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::Method;
-use scorecast_server::clock::Clock;
-use scorecast_server::limiter::{Algorithm, Policy};
-use scorecast_server::queue::NewJob;
-use scorecast_server::startup::Application;
+use scorecast_server::queue::{NewJob, Queue};
 use scorecast_shared::Id;
-use scorecast_tests::test_redis::ClusterNode;
+use scorecast_tests::cluster::{Cluster, ClusterApp};
 use scorecast_tests::ws::WsClient;
-use scorecast_tests::{player_token, root, temp_dir, test_settings, ADMIN_TOKEN};
 use serde_json::{json, Value};
+
+const PUSH_WITHIN: Duration = Duration::from_secs(5);
 
 fn id(s: &str) -> Id {
     Id::parse(s).unwrap()
 }
 
-/// Every script, run through the server's own paths against a one-node cluster: none is
-/// refused for crossing slots, and Redis counts no error at all.
+fn score_of(v: &Value, player: &str) -> Option<i64> {
+    v["entries"]
+        .as_array()?
+        .iter()
+        .find(|e| e["player"] == player)
+        .and_then(|e| e["score"].as_i64())
+}
+
+/// Two boards whose slots live on different masters, created and scored through instance A and
+/// B crosswise, each watched from the other instance: every push arrives, every script ran on
+/// the master that owns its board.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_script_keeps_its_keys_in_one_hash_slot() {
-    let node = ClusterNode::start(&temp_dir("cluster")).expect("a one-node cluster");
-    let monitor = Monitor::start(node.port);
-    let app = Application::build_with_clock(test_settings(&node.url()), Clock::Redis)
-        .await
-        .expect("scorecast on a cluster node");
-    let (port, state) = (app.port(), app.state().clone());
-    tokio::spawn(app.run_until_stopped());
-    let base = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::new();
-    let call = |method: Method, path: &str, body: Option<Value>| {
-        let mut req = http
-            .request(method, format!("{base}{path}"))
-            .bearer_auth(ADMIN_TOKEN);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        async move {
-            let res = req.send().await.unwrap();
-            let status = res.status().as_u16();
-            let body: Value = res.json().await.unwrap_or(Value::Null);
-            (status, body)
-        }
-    };
+async fn boards_on_different_masters_are_shared_by_two_instances() {
+    let cluster = Cluster::start(3, 0).await;
+    let spread = cluster
+        .ids_on_each_master("board", |b| format!("lb:{{{b}}}:config"))
+        .await;
+    let ((b1, m1), (b2, m2)) = (spread[0].clone(), spread[1].clone());
+    assert_ne!(m1, m2, "the two boards live on different masters");
+    let a = ClusterApp::start(&cluster, |_| {}).await;
+    let b = ClusterApp::start(&cluster, |_| {}).await;
+    a.board(&b1, json!({})).await;
+    b.board(&b2, json!({})).await;
 
-    // Boards: board_put, submit (HTTP and WebSocket), read, ratelimit (public reads), remove,
-    // rollover, season_event; gcra through the limiter.
-    for (b, cfg) in [
-        (
-            "b",
-            json!({"submit_limit": {"limit": 100, "window_ms": 1000}}),
-        ),
-        ("e", json!({"tie_break": "earliest", "ranking": "shared"})),
-        ("d", json!({"reset": "daily", "rewards_top": 2})),
-    ] {
-        assert_eq!(
-            call(Method::PUT, &format!("/admin/boards/{b}"), Some(cfg))
-                .await
-                .0,
-            200
-        );
-        for p in ["alice", "bob"] {
-            let (s, body) = call(
-                Method::POST,
-                &format!("/admin/boards/{b}/players/{p}/score"),
-                Some(json!({"points": 5})),
-            )
-            .await;
-            assert_eq!(s, 200, "{b}/{p}: {body}");
-        }
-        for path in ["top", "players/alice", "players/alice/around", "seasons"] {
-            let (s, body) = call(Method::GET, &format!("/v1/boards/{b}/{path}"), None).await;
-            assert_eq!(s, 200, "{b}/{path}: {body}");
-        }
-    }
-    let mut ws = WsClient::connect(&format!("ws://127.0.0.1:{port}/ws")).await;
-    assert_eq!(
-        ws.hello(&player_token("carol", Some("Carol"))).await["type"],
-        "welcome"
-    );
-    assert_eq!(ws.submit("c-1", "b", 3).await["type"], "ack");
-    assert_eq!(ws.subscribe("b", "me", json!({})).await["type"], "rank");
-    let (s, _) = call(Method::DELETE, "/admin/boards/b/players/bob", None).await;
-    assert_eq!(s, 204);
-    let (s, body) = call(
-        Method::POST,
-        "/admin/boards/b/rollover",
-        Some(json!({"season": "s2"})),
-    )
-    .await;
-    assert_eq!(s, 200, "{body}");
-    state.store.announce_season(&id("d")).await.unwrap();
-    let gcra = Policy {
-        name: "g".into(),
-        algorithm: Algorithm::Gcra,
-        limit: 5,
-        window_ms: 1000,
-    };
-    assert!(state.limiter.try_acquire(&gcra, "x").await.unwrap().allowed);
+    // The board index (one key) and each board's config (on its own master) read back.
+    let listed = a.call(Method::GET, "/v1/boards", None, false).await;
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+    let text = listed.body.to_string();
+    assert!(text.contains(&b1) && text.contains(&b2), "{text}");
 
-    // Queues: enqueue, claim, extend, ack, nack, poll, take, promote, reap, dead, retry.
-    let q = state.queues.get(&id("q"));
-    let job = |n: &str| NewJob::new(&id("k"), &json!({"n": n})).unwrap().id(id(n));
-    q.enqueue(job("j1").max_attempts(1)).await.unwrap();
-    let c = q.claim(Duration::from_secs(30)).await.unwrap().unwrap();
-    q.extend(&id(&c.job.id), &c.lease.token, Duration::from_secs(60))
-        .await
-        .unwrap();
-    q.nack(&id(&c.job.id), &c.lease.token, None).await.unwrap(); // last attempt: dead letter
-    assert_eq!(q.dead(0, 10).await.unwrap().0, 1);
-    q.retry(&id("j1")).await.unwrap();
-    q.reap().await.unwrap();
-    q.enqueue(job("j2").after(1)).await.unwrap();
-    q.promote_due().await.unwrap();
-    assert!(q.poll().await.unwrap().is_some());
-    q.enqueue(job("j3")).await.unwrap();
-    assert!(q.take(Duration::from_secs(1)).await.unwrap().is_some());
-    let c = q.claim(Duration::from_secs(30)).await.unwrap().unwrap();
-    q.ack(&id(&c.job.id), &c.lease.token).await.unwrap();
-    let (s, body) = call(Method::GET, "/admin/queues/q/dead", None).await;
-    assert_eq!(s, 200, "{body}");
+    let mut on_b = WsClient::connect(&b.ws_url()).await;
+    let snap = on_b.subscribe(&b1, "top", json!({})).await;
+    assert_eq!(snap["type"], "top", "{snap}");
+    let mut on_a = WsClient::connect(&a.ws_url()).await;
+    let snap = on_a.subscribe(&b2, "top", json!({})).await;
+    assert_eq!(snap["type"], "top", "{snap}");
 
-    // Servers with token revocation run its scripts too (an unknown route is a 404 here).
-    let _ = call(Method::POST, "/admin/players/alice/revoke", None).await;
+    let before: Vec<u64> = vec![
+        cluster.calls(m1, "evalsha").await,
+        cluster.calls(m2, "evalsha").await,
+    ];
+    // A player on instance A submits to board 1 over WebSocket; instance B scores board 2.
+    let mut alice = WsClient::connect(&a.ws_url()).await;
+    assert_eq!(alice.hello(&a.token("alice")).await["type"], "welcome");
+    let ack = alice.submit("s-1", &b1, 42).await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    b.score(&b2, "bob", 7).await;
 
-    // Moderation: a ban on one board and on every board, lifted, and a board deleted.
-    for (path, body) in [
-        (
-            "/admin/bans/alice",
-            json!({"board": "b", "reason": "cluster"}),
-        ),
-        ("/admin/bans/bob", json!({"reason": "cluster"})),
-    ] {
-        let (s, body) = call(Method::PUT, path, Some(body)).await;
-        assert_eq!(s, 200, "{path}: {body}");
-    }
-    let (s, _) = call(Method::DELETE, "/admin/bans/alice?board=b", None).await;
-    assert_eq!(s, 204);
-    let (s, _) = call(Method::DELETE, "/admin/boards/e", None).await;
-    assert_eq!(s, 204);
-
-    // Every script of lua/ has run: each file, as scripts.rs composes it (alone, after
-    // lib.lua, or after lib.lua and q_lib.lua), is loaded in Redis (redis::Script loads on
-    // first use). Background steps (a revocation poller) may take a moment.
-    let read = |name: &str| std::fs::read_to_string(root().join("lua").join(name)).unwrap();
-    let (lib, qlib) = (read("lib.lua"), read("q_lib.lua"));
-    let mut all: Vec<(String, Vec<String>)> = std::fs::read_dir(root().join("lua"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".lua") && n != "lib.lua" && n != "q_lib.lua")
-        .map(|n| {
-            let body = read(&n);
-            let shas = [
-                body.clone(),
-                format!("{lib}\n{body}"),
-                format!("{lib}\n{qlib}\n{body}"),
-            ]
-            .iter()
-            .map(|text| redis::Script::new(text).get_hash().to_owned())
-            .collect();
-            (n, shas)
+    let top = on_b
+        .recv_until(PUSH_WITHIN, |v| {
+            v["type"] == "top" && v["board"] == b1.as_str() && score_of(v, "alice") == Some(42)
         })
-        .collect();
-    all.sort();
-    assert!(all.len() >= 19, "{all:?}");
-    let mut c = redis::Client::open(node.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let deadline = std::time::Instant::now() + scorecast_tests::EVENTUALLY;
-    loop {
-        let mut never = Vec::new();
-        for (name, shas) in &all {
-            let mut exists = redis::cmd("SCRIPT");
-            exists.arg("EXISTS").arg(shas);
-            let loaded: Vec<bool> = exists.query_async(&mut c).await.unwrap();
-            if !loaded.contains(&true) {
-                never.push(name.as_str());
-            }
-        }
-        if never.is_empty() {
+        .await;
+    assert_eq!(top["total"], 1);
+    let top = on_a
+        .recv_until(PUSH_WITHIN, |v| {
+            v["type"] == "top" && v["board"] == b2.as_str() && score_of(v, "bob") == Some(7)
+        })
+        .await;
+    assert_eq!(top["total"], 1);
+    // Each board's submission script ran on its own master.
+    assert!(cluster.calls(m1, "evalsha").await > before[0]);
+    assert!(cluster.calls(m2, "evalsha").await > before[1]);
+
+    // The same submission id again is applied once (dedup on the board's slot).
+    let again = alice.submit("s-1", &b1, 42).await;
+    assert_eq!(again["type"], "ack", "{again}");
+    let read = b
+        .call(
+            Method::GET,
+            &format!("/v1/boards/{b1}/top?limit=5"),
+            None,
+            false,
+        )
+        .await;
+    assert_eq!(read.status, 200, "{:?}", read.body);
+    assert_eq!(score_of(&read.body, "alice"), Some(42), "{:?}", read.body);
+
+    // notify published through instance B reaches alice's session on instance A.
+    let player = id("alice");
+    let mut reached = (0, 0);
+    for _ in 0..100 {
+        reached = b
+            .state
+            .hub
+            .notify(&player, "reward", json!({"gold": 5}))
+            .await
+            .expect("notify");
+        if reached.1 > 0 {
             break;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "scripts never run: {never:?}"
-        );
-        tokio::time::sleep(scorecast_tests::POLL).await;
+        // The instance subscribes to alice's channel right after her hello: retry until then.
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let errors: String = redis::cmd("INFO")
-        .arg("errorstats")
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    let stat = |text: &str, prefix: &str, field: &str| -> u64 {
-        text.lines()
-            .find(|l| l.starts_with(prefix))
-            .and_then(|l| l.split([':', ',']).find_map(|kv| kv.strip_prefix(field)))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    assert_eq!(
-        stat(&errors, "errorstat_CROSSSLOT", "count="),
-        0,
-        "{errors}"
-    );
-    // A script that fails at run time (as a cross-slot access would on a real cluster) is a
-    // failed EVALSHA; the only expected ones are NOSCRIPT, redis::Script loading on first use.
-    assert_eq!(
-        stat(&stats, "cmdstat_evalsha:", "failed_calls="),
-        stat(&errors, "errorstat_NOSCRIPT", "count="),
-        "{stats}\n{errors}"
-    );
+    assert_eq!(reached, (0, 1), "no session on B, one other instance");
+    let n = alice.recv_type("notify").await;
+    assert_eq!(n["payload"], json!({"gold": 5}));
+}
 
-    // What each command and each script touched, as Redis saw it.
-    let lines = monitor.stop();
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    for line in &lines {
-        let Some((who, args)) = parse_monitor_line(line) else {
-            continue;
-        };
-        let from_lua = who.ends_with(" lua");
-        let cmd = args[0].to_ascii_lowercase();
-        let mut keys = Vec::new();
-        if !from_lua && (cmd == "evalsha" || cmd == "eval") {
-            let n: usize = args[2].parse().unwrap();
-            keys.extend(args[3..3 + n].iter().cloned());
-        } else {
-            let mut getkeys = redis::cmd("COMMAND");
-            getkeys.arg("GETKEYS");
-            for a in &args {
-                getkeys.arg(a.as_bytes());
-            }
-            // Commands without keys (TIME, PING, INFO…) are an error here: no keys.
-            keys.extend(
-                getkeys
-                    .query_async::<Vec<String>>(&mut c)
+fn job(n: usize) -> NewJob {
+    NewJob::new(&id("work"), &json!({ "n": n }))
+        .unwrap()
+        .id(id(&format!("j{n}")))
+}
+
+/// A queue on each master: jobs enqueued, claimed by concurrent blocking claimers and acked
+/// exactly once; a lapsed lease redelivered by the reaper; a job out of attempts dead-lettered;
+/// the promoter and reaper (running in the instance) cover every queue on every master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_on_each_master_runs_every_job_exactly_once() {
+    let cluster = Cluster::start(3, 0).await;
+    let spread = cluster
+        .ids_on_each_master("queue", |q| format!("q:{{{q}}}:ready"))
+        .await;
+    assert_eq!(spread.len(), 3);
+    let app = ClusterApp::start(&cluster, |_| {}).await;
+    const JOBS: usize = 60;
+
+    for (name, port) in &spread {
+        let q: Queue = app.state.queues.get(&id(name));
+        for n in 0..JOBS {
+            q.enqueue(job(n)).await.expect("enqueue");
+        }
+        assert_eq!(q.counts().await.unwrap().ready, JOBS as u64);
+        // The queue's keys are on its master alone.
+        let mut direct = cluster
+            .nodes
+            .iter()
+            .find(|n| n.port == *port)
+            .unwrap()
+            .conn()
+            .await
+            .unwrap();
+        let ready: u64 = redis::cmd("ZCARD")
+            .arg(format!("q:{{{name}}}:ready"))
+            .query_async(&mut direct)
+            .await
+            .unwrap();
+        assert_eq!(ready, JOBS as u64, "queue {name} lives on {port}");
+
+        // Four claimers, blocking on the master that owns the queue's slot.
+        let done: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let (q, done) = (q.clone(), done.clone());
+            tasks.push(tokio::spawn(async move {
+                while let Some(c) = q
+                    .claim_wait(Duration::from_secs(30), Duration::from_millis(300))
                     .await
-                    .unwrap_or_default(),
+                    .expect("claim")
+                {
+                    q.ack(&id(c.job.id.as_str()), &c.lease.token)
+                        .await
+                        .expect("ack");
+                    *done
+                        .lock()
+                        .unwrap()
+                        .entry(c.job.id.to_string())
+                        .or_default() += 1;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let done = done.lock().unwrap().clone();
+        assert_eq!(done.len(), JOBS, "queue {name}: every job ran");
+        assert!(done.values().all(|n| *n == 1), "queue {name}: exactly once");
+
+        // A lapsed lease: redelivered by the reaper with the next attempt; the late ack loses.
+        q.enqueue(
+            NewJob::new(&id("work"), &json!("lapse"))
+                .unwrap()
+                .id(id("lapse")),
+        )
+        .await
+        .unwrap();
+        let first = q
+            .claim(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .expect("claimed");
+        let second = q
+            .claim_wait(Duration::from_secs(30), Duration::from_secs(15))
+            .await
+            .unwrap()
+            .expect("redelivered after the lease lapsed");
+        assert_eq!((second.job.id.as_str(), second.job.attempts), ("lapse", 2));
+        let late = q.ack(&id("lapse"), &first.lease.token).await.unwrap_err();
+        assert_eq!(late.code.as_str(), "lease_lost");
+        q.ack(&id("lapse"), &second.lease.token).await.unwrap();
+
+        // Out of attempts: the reaper dead-letters it; retry brings it back once.
+        q.enqueue(
+            NewJob::new(&id("work"), &json!("dead"))
+                .unwrap()
+                .id(id("dead"))
+                .max_attempts(1),
+        )
+        .await
+        .unwrap();
+        q.claim(Duration::from_millis(100))
+            .await
+            .unwrap()
+            .expect("claimed");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while q.counts().await.unwrap().dead == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "queue {name}: no dead letter"
             );
+            // The reaper runs on its own schedule (the lease's end): nothing to await here.
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        if from_lua {
-            let (_, group) = groups
-                .last_mut()
-                .expect("a script command after its EVALSHA");
-            group.extend(keys);
-        } else {
-            groups.push((line.clone(), keys));
-        }
+        let (total, dead) = q.dead(0, 10).await.unwrap();
+        assert_eq!((total, dead[0].job.id.as_str()), (1, "dead"));
+        q.retry(&id("dead")).await.unwrap();
+        let c = q
+            .claim_wait(Duration::from_secs(30), Duration::from_secs(5))
+            .await
+            .unwrap()
+            .expect("retried");
+        assert_eq!(c.job.id.as_str(), "dead");
+        q.ack(&id("dead"), &c.lease.token).await.unwrap();
+        let counts = q.counts().await.unwrap();
+        assert_eq!(
+            (counts.ready, counts.delayed, counts.processing, counts.dead),
+            (0, 0, 0, 0)
+        );
     }
-    let scripts_seen = groups
+    // The index lists the three queues (it lives on one slot, written beside each enqueue).
+    let names: HashSet<String> = app
+        .state
+        .queues
+        .names()
+        .await
+        .unwrap()
         .iter()
-        .filter(|(l, _)| l.to_ascii_lowercase().contains("\"evalsha\""))
-        .count();
-    assert!(
-        scripts_seen >= all.len(),
-        "only {scripts_seen} script calls seen"
+        .map(|n| n.to_string())
+        .collect();
+    for (name, _) in &spread {
+        assert!(names.contains(name), "{name} in {names:?}");
+    }
+}
+
+/// 3 masters + 3 replicas: the master owning a busy board's slot is killed while players submit
+/// (each submission retried with its id until acknowledged). The replica takes over,
+/// submissions go on, the view watching through the killed node's pub/sub resyncs, nothing is
+/// counted twice; what was acknowledged and then lost (replication is asynchronous) is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_failover_mid_load_counts_once_and_resyncs_views() {
+    let mut cluster = Cluster::start(3, 1).await;
+    let board = "busy";
+    let master = cluster.owner_of(&format!("lb:{{{board}}}:config")).await;
+    let a = Arc::new(ClusterApp::start(&cluster, |_| {}).await);
+    // Instance B's pub/sub connection goes to the doomed master first.
+    let b = ClusterApp::start_on(&cluster.url_first(master), |_| {}).await;
+    a.board(board, json!({})).await;
+    let mut viewer = WsClient::connect(&b.ws_url()).await;
+    assert_eq!(
+        viewer.subscribe(board, "top", json!({})).await["type"],
+        "top"
     );
-    for (line, keys) in &groups {
-        let mut slots = std::collections::BTreeSet::new();
-        for k in keys {
-            let slot: i64 = redis::cmd("CLUSTER")
-                .arg("KEYSLOT")
-                .arg(k.as_bytes())
-                .query_async(&mut c)
-                .await
-                .unwrap();
-            slots.insert(slot);
-        }
-        assert!(slots.len() <= 1, "keys {keys:?} in slots {slots:?}: {line}");
-    }
-}
 
-/// A `MONITOR` connection recording every line Redis sends, on a thread.
-struct Monitor {
-    stream: std::net::TcpStream,
-    lines: std::thread::JoinHandle<Vec<String>>,
-}
-
-impl Monitor {
-    fn start(port: u16) -> Monitor {
-        use std::io::{BufRead, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.write_all(b"MONITOR\r\n").unwrap();
-        let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
-        let mut ok = String::new();
-        reader.read_line(&mut ok).unwrap();
-        assert_eq!(ok.trim(), "+OK");
-        let lines = std::thread::spawn(move || {
-            reader
-                .lines()
-                .map_while(Result::ok)
-                .filter_map(|l| l.strip_prefix('+').map(str::to_owned))
-                .collect()
-        });
-        Monitor { stream, lines }
-    }
-
-    fn stop(self) -> Vec<String> {
-        let _ = self.stream.shutdown(std::net::Shutdown::Both);
-        self.lines.join().unwrap()
-    }
-}
-
-/// `1700000000.123 [0 127.0.0.1:5000] "cmd" "arg"…` → ("0 127.0.0.1:5000", ["cmd", "arg"…]).
-fn parse_monitor_line(line: &str) -> Option<(String, Vec<String>)> {
-    let open = line.find('[')?;
-    let close = open + line[open..].find(']')?;
-    let who = line[open + 1..close].to_owned();
-    let mut args = Vec::new();
-    let mut chars = line[close + 1..].chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '"' {
-            continue;
-        }
-        let mut arg = String::new();
-        while let Some(c) = chars.next() {
-            match c {
-                '"' => break,
-                '\\' => match chars.next()? {
-                    'n' => arg.push('\n'),
-                    'r' => arg.push('\r'),
-                    't' => arg.push('\t'),
-                    'a' => arg.push('\u{7}'),
-                    'b' => arg.push('\u{8}'),
-                    'x' => {
-                        let hex: String = [chars.next()?, chars.next()?].iter().collect();
-                        arg.push(char::from(u8::from_str_radix(&hex, 16).ok()?));
+    const PLAYERS: usize = 6;
+    const EACH: usize = 60;
+    let acked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let progress = Arc::new(tokio::sync::Notify::new());
+    let retries = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for p in 0..PLAYERS {
+        let (a, acked, progress, retries) =
+            (a.clone(), acked.clone(), progress.clone(), retries.clone());
+        tasks.push(tokio::spawn(async move {
+            for n in 0..EACH {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+                loop {
+                    let r = a
+                        .admin(
+                            Method::POST,
+                            &format!("/admin/boards/busy/players/p{p}/score"),
+                            json!({"points": 1, "id": format!("p{p}-{n}")}),
+                        )
+                        .await;
+                    if r.status == 200 {
+                        break;
                     }
-                    other => arg.push(other),
-                },
-                c => arg.push(c),
+                    assert_eq!(
+                        r.status, 503,
+                        "only unavailable while failing over: {:?}",
+                        r.body
+                    );
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "p{p}-{n} never acknowledged"
+                    );
+                    retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // Back off a little before the retry (a client's retry policy).
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                acked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                progress.notify_waiters();
+            }
+        }));
+    }
+    // Mid-load: a third of the submissions acknowledged.
+    loop {
+        let notified = progress.notified();
+        if acked.load(std::sync::atomic::Ordering::SeqCst) >= PLAYERS * EACH / 3 {
+            break;
+        }
+        notified.await;
+    }
+    let at_kill = acked.load(std::sync::atomic::Ordering::SeqCst);
+    cluster.node(master).kill();
+    let killed_at = std::time::Instant::now();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let took = killed_at.elapsed();
+    cluster.wait_ok().await;
+    let new_master = cluster.owner_of(&format!("lb:{{{board}}}:config")).await;
+    assert_ne!(new_master, master, "the replica took over");
+
+    let total = PLAYERS * EACH;
+    let read = a
+        .call(Method::GET, "/v1/boards/busy/top?limit=100", None, false)
+        .await;
+    assert_eq!(read.status, 200, "{:?}", read.body);
+    let scores: Vec<i64> = (0..PLAYERS)
+        .map(|p| score_of(&read.body, &format!("p{p}")).unwrap_or(0))
+        .collect();
+    let counted: i64 = scores.iter().sum();
+    for s in &scores {
+        assert!(*s <= EACH as i64, "a submission counted twice: {scores:?}");
+    }
+    let lost = total as i64 - counted;
+    println!(
+        "failover: {total} submissions acknowledged ({at_kill} before the kill), {counted} counted, \
+         {lost} acknowledged and lost; {} retries; all acknowledged {:.1} s after the kill",
+        retries.load(std::sync::atomic::Ordering::Relaxed),
+        took.as_secs_f64()
+    );
+
+    // The view resynced (its pub/sub node died) and converges on what Redis holds.
+    viewer
+        .recv_until(Duration::from_secs(30), |v| {
+            v["type"] == "top" && v["resync"] == true
+        })
+        .await;
+    let p0 = scores[0];
+    viewer
+        .recv_until(Duration::from_secs(30), |v| {
+            v["type"] == "top" && score_of(v, "p0") == Some(p0)
+        })
+        .await;
+}
+
+/// `[redis] wait_replicas = 1`: a submission is acknowledged only once a replica of its board's
+/// master has it (read back from the replica itself). Prints what the wait costs per
+/// submission against an instance without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_replicas_acknowledges_what_a_replica_has_and_its_cost_is_printed() {
+    let cluster = Cluster::start(3, 1).await;
+    let board = "durable";
+    let master = cluster.owner_of(&format!("lb:{{{board}}}:config")).await;
+    let replica = cluster.replica_of(master).await;
+    let plain = ClusterApp::start(&cluster, |_| {}).await;
+    let waiting = ClusterApp::start(&cluster, |s| {
+        s.redis.wait_replicas = 1;
+        s.redis.wait_timeout_ms = 2_000;
+    })
+    .await;
+    plain.board(board, json!({})).await;
+
+    let mut on_replica = cluster
+        .nodes
+        .iter()
+        .find(|n| n.port == replica)
+        .unwrap()
+        .conn()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("READONLY")
+        .query_async(&mut on_replica)
+        .await
+        .unwrap();
+    const N: u32 = 100;
+    let mut per = Vec::new();
+    for (app, player) in [(&plain, "fast"), (&waiting, "safe")] {
+        let mut spent = Duration::ZERO;
+        for n in 0..N {
+            let t = std::time::Instant::now();
+            app.score(board, player, 1).await;
+            spent += t.elapsed();
+            if player == "safe" {
+                // Acknowledged: the replica has it already.
+                let season: String = redis::cmd("ZRANGE")
+                    .arg(format!("lb:{{{board}}}:seasons"))
+                    .arg(-1)
+                    .arg(-1)
+                    .query_async::<Vec<String>>(&mut on_replica)
+                    .await
+                    .unwrap()
+                    .pop()
+                    .unwrap_or_else(|| "all".into());
+                let score: Option<f64> = redis::cmd("ZSCORE")
+                    .arg(format!("lb:{{{board}}}:s:{season}"))
+                    .arg(player)
+                    .query_async(&mut on_replica)
+                    .await
+                    .unwrap();
+                assert!(score.is_some(), "acknowledged #{n} is on the replica");
             }
         }
-        args.push(arg);
+        per.push(spent.as_secs_f64() * 1e6 / f64::from(N));
     }
-    (!args.is_empty()).then_some((who, args))
+    println!(
+        "WAIT 1 replica: {:.0} µs per sequential HTTP submission without, {:.0} µs with (+{:.0} µs)",
+        per[0],
+        per[1],
+        per[1] - per[0]
+    );
+}
+
+/// The figures of BENCHMARKS.md, "Redis Cluster" (ignored: a measurement, not a check; run with
+/// `cargo test --release -p scorecast-tests --test e2e -- cluster::throughput --ignored
+/// --nocapture`): submissions/s over 32 boards through one instance, on one Redis and on 3
+/// masters, and the Redis time per submission script on each node.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore]
+async fn throughput_over_many_boards_one_node_vs_three_masters() {
+    use scorecast_server::embedded::RedisProcess;
+    use scorecast_tests::cluster::command_stats;
+    const BOARDS: usize = 32;
+    const CLIENTS: usize = 64;
+    const RUN: Duration = Duration::from_secs(8);
+    let single = RedisProcess::start(&scorecast_tests::temp_dir("bench-single"), false).unwrap();
+    let cluster = Cluster::start(3, 0).await;
+    let targets: Vec<(&str, String, Vec<u16>)> = vec![
+        ("1 node", single.url(), vec![single.port]),
+        ("3 masters", cluster.url(), cluster.masters().await),
+    ];
+    for (name, url, ports) in targets {
+        let app = Arc::new(ClusterApp::start_on(&url, |s| s.workers = false).await);
+        for b in 0..BOARDS {
+            app.board(&format!("m{b}"), json!({"submit_limit": null}))
+                .await;
+        }
+        let mut before = Vec::new();
+        for p in &ports {
+            before.push(command_stats(*p, "evalsha").await.0);
+        }
+        let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stop = tokio::time::Instant::now() + RUN;
+        let mut tasks = Vec::new();
+        for c in 0..CLIENTS {
+            let (app, done) = (app.clone(), done.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut n = c;
+                while tokio::time::Instant::now() < stop {
+                    app.score(&format!("m{}", n % BOARDS), &format!("p{c}"), 1)
+                        .await;
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    n += 1;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let n = done.load(std::sync::atomic::Ordering::Relaxed);
+        let mut shards = Vec::new();
+        for (p, b) in ports.iter().zip(before) {
+            let (calls, us) = command_stats(*p, "evalsha").await;
+            shards.push(format!("{} scripts at {us:.1} µs", calls - b));
+        }
+        println!(
+            "{name}: {:.0} submissions/s over {BOARDS} boards, {CLIENTS} HTTP clients; per node: {}",
+            n as f64 / RUN.as_secs_f64(),
+            shards.join("; ")
+        );
+        app.handle.stop(true).await;
+    }
+}
+
+/// The rest of the board administration on the cluster, through two instances: a manual
+/// rollover, the audit log, removing a player, and a token revocation made on one instance
+/// reaching a session on the other (`sc:{revoked}`, one slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seasons_log_removal_and_revocation_work_on_the_cluster() {
+    let cluster = Cluster::start(3, 0).await;
+    let a = ClusterApp::start(&cluster, |_| {}).await;
+    let b = ClusterApp::start(&cluster, |_| {}).await;
+    a.board("s", json!({"submit_limit": null})).await;
+    a.score("s", "x", 10).await;
+    let r = b
+        .admin(
+            Method::POST,
+            "/admin/boards/s/rollover",
+            json!({"season": "s2"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["previous_season"], "all");
+    a.score("s", "y", 5).await;
+    let top = b.call(Method::GET, "/v1/boards/s/top", None, false).await;
+    assert_eq!(top.body["season"], "s2", "{:?}", top.body);
+    assert_eq!(
+        (score_of(&top.body, "y"), score_of(&top.body, "x")),
+        (Some(5), None)
+    );
+    let old = a
+        .call(Method::GET, "/v1/boards/s/top?season=all", None, false)
+        .await;
+    assert_eq!(score_of(&old.body, "x"), Some(10), "{:?}", old.body);
+
+    let log = b
+        .call(Method::GET, "/admin/boards/s/log?count=10", None, true)
+        .await;
+    let entries = log.body["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert_eq!(entries[0]["player"], "y");
+    let del = a
+        .call(Method::DELETE, "/admin/boards/s/players/y", None, true)
+        .await;
+    assert_eq!(del.status, 204);
+    let gone = b
+        .call(Method::GET, "/v1/boards/s/players/y", None, false)
+        .await;
+    assert_eq!(gone.status, 404);
+
+    let mut alice = WsClient::connect(&b.ws_url()).await;
+    assert_eq!(alice.hello(&b.token("alice")).await["type"], "welcome");
+    assert_eq!(alice.submit("r-0", "s", 1).await["type"], "ack");
+    let r = a
+        .admin(Method::POST, "/admin/players/alice/revoke", json!(null))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    // Instance B learns of it by polling: submit until it says no.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut n = 0;
+    let refusal = loop {
+        n += 1;
+        let v = alice.submit(&format!("r-{n}"), "s", 1).await;
+        if v["type"] == "rejected" {
+            break v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still accepted: {v}"
+        );
+    };
+    assert_eq!(refusal["code"], "unauthorized", "{refusal}");
 }

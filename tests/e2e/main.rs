@@ -1,6 +1,7 @@
 //! End-to-end tests: one binary, real redis-server processes, real servers.
 
 mod boards;
+mod cluster;
 mod hardening;
 mod moderation;
 mod notify_jobs;
@@ -15,5 +16,5 @@ mod ws_limits;
 // Promises proven from outside the code that keeps them (issue 8): tokens and origins, the
 // real binary as a process, hash slots on a cluster node.
 mod auth;
-mod cluster;
+mod hash_slots;
 mod process;

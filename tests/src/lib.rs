@@ -17,6 +17,7 @@ use scorecast_server::state::AppState;
 use scorecast_shared::Id;
 use serde_json::{json, Value};
 
+pub mod cluster;
 pub mod process;
 pub mod test_redis;
 pub mod ws;

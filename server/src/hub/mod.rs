@@ -63,7 +63,10 @@ pub struct Hub {
 struct Inner {
     state: Mutex<State>,
     store: Store,
-    client: redis::Client,
+    /// The pub/sub connection's node choices: the one Redis, or every seed of a cluster (a
+    /// cluster carries PUBLISH to every node, so any node will do; the next one is tried after
+    /// a loss, e.g. when the node failed).
+    clients: Vec<redis::Client>,
     ws: WsSettings,
     max_conns_per_addr: u32,
     /// Wakes the pub/sub task when the wanted channels changed.
@@ -98,13 +101,17 @@ struct SessionEntry {
 impl Hub {
     /// Creates the hub and starts its pub/sub task (on the current Tokio runtime).
     pub fn start(redis_url: &str, store: Store, settings: &Settings) -> anyhow::Result<Hub> {
-        let client = redis::Client::open(redis_url)?;
+        let clients = crate::conn::Target::parse(redis_url)?
+            .urls()
+            .iter()
+            .map(|u| redis::Client::open(u.as_str()))
+            .collect::<Result<Vec<_>, _>>()?;
         let (shutdown, _) = watch::channel(false);
         let hub = Hub {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::default()),
                 store,
-                client,
+                clients,
                 ws: settings.ws.clone(),
                 max_conns_per_addr: settings.max_conns_per_addr,
                 channels_changed: Notify::new(),

@@ -28,17 +28,20 @@ pub(super) async fn run(inner: Arc<Inner>) {
     let mut shutdown = inner.shutdown.subscribe();
     let mut backoff = BACKOFF_MIN;
     let mut connected_before = false;
+    // Which of `inner.clients` to try next: moves on after every failure or loss.
+    let mut node = 0usize;
     loop {
         if *shutdown.borrow() {
             return;
         }
-        let ps = match tokio::time::timeout(CONNECT_TIMEOUT, inner.client.get_async_pubsub()).await
-        {
+        let client = &inner.clients[node % inner.clients.len()];
+        let ps = match tokio::time::timeout(CONNECT_TIMEOUT, client.get_async_pubsub()).await {
             Ok(Ok(ps)) => ps,
             failed => {
                 if let Ok(Err(e)) = failed {
                     tracing::debug!(error = %e, "pub/sub connection failed");
                 }
+                node = node.wrapping_add(1);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(BACKOFF_MAX);
                 continue;
@@ -84,6 +87,7 @@ pub(super) async fn run(inner: Arc<Inner>) {
             }
         }
         inner.lock().confirmed.clear();
+        node = node.wrapping_add(1);
         tracing::warn!("pub/sub connection lost; reconnecting");
         // Whatever happens next, the views missed events: resync them once connected again.
         connected_before = true;

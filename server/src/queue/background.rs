@@ -141,19 +141,32 @@ async fn run(queues: Queues, step: Step, mut stop: watch::Receiver<bool>) {
 }
 
 /// Runs `step` over every queue until each is below its batch bound. Returns the earliest
-/// next due time over all queues with the clock it was read at.
+/// next due time over all queues with the clock it was read at. A queue whose step fails (its
+/// Redis, or on a cluster its shard, is down) does not hold up the others: they are swept, then
+/// the first error is returned so the whole sweep is retried after a pause.
 async fn sweep_all(queues: &Queues, step: Step) -> AppResult<Option<(i64, i64)>> {
     let batch = u64::from(queues.settings().promote_batch.max(1));
     let mut earliest: Option<(i64, i64)> = None;
+    let mut failed = None;
     for name in queues.names().await? {
         let q = queues.get(&name);
         let s = loop {
-            let s = one(&q, step).await?;
+            let s = match one(&q, step).await {
+                Ok(s) => s,
+                Err(e) => break Err(e),
+            };
             if s.moved + s.dead < batch {
-                break s;
+                break Ok(s);
             }
             // A full batch: more may be due. Let other tasks run between batches.
             tokio::task::yield_now().await;
+        };
+        let s = match s {
+            Ok(s) => s,
+            Err(e) => {
+                failed.get_or_insert(e);
+                continue;
+            }
         };
         if let Some(next) = s.next_ms {
             if earliest.is_none_or(|(e, _)| next < e) {
@@ -161,7 +174,10 @@ async fn sweep_all(queues: &Queues, step: Step) -> AppResult<Option<(i64, i64)>>
             }
         }
     }
-    Ok(earliest)
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(earliest),
+    }
 }
 
 async fn one(q: &Queue, step: Step) -> AppResult<Sweep> {

@@ -11,11 +11,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
-use redis::AsyncConnectionConfig;
 use scorecast_shared::ErrorCode;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use crate::conn::{Dedicated as Conn, Dialer};
 use crate::error::{AppError, AppResult};
 
 /// How long past its own timeout a blocking reply may take before the connection counts as dead.
@@ -24,8 +23,8 @@ const GRACE: Duration = Duration::from_secs(3);
 const MAX_IDLE: usize = 16;
 
 pub(crate) struct Pool {
-    client: redis::Client,
-    idle: Mutex<Vec<MultiplexedConnection>>,
+    dialer: Dialer,
+    idle: Mutex<Vec<Conn>>,
     /// At most this many waits at once (`max_waiters`), so a flood of long-polls cannot open
     /// unbounded connections to Redis.
     permits: Semaphore,
@@ -35,16 +34,16 @@ pub(crate) struct Pool {
 /// call returned normally: one abandoned mid-wait (its future dropped) still has a reply in
 /// flight, so it is closed instead of reused.
 pub(crate) struct Dedicated<'a> {
-    conn: Option<MultiplexedConnection>,
+    conn: Option<Conn>,
     clean: bool,
     pool: &'a Pool,
     _permit: SemaphorePermit<'a>,
 }
 
 impl Pool {
-    pub(crate) fn new(client: redis::Client, max_waiters: usize) -> Pool {
+    pub(crate) fn new(dialer: Dialer, max_waiters: usize) -> Pool {
         Pool {
-            client,
+            dialer,
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max_waiters),
         }
@@ -60,14 +59,7 @@ impl Pool {
         let reused = crate::sync::lock(&self.idle).pop();
         let conn = match reused {
             Some(c) => c,
-            None => {
-                let cfg = AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(Duration::from_secs(1)))
-                    .set_response_timeout(None);
-                self.client
-                    .get_multiplexed_async_connection_with_config(&cfg)
-                    .await?
-            }
+            None => self.dialer.dedicated().await?,
         };
         Ok(Some(Dedicated {
             conn: Some(conn),
@@ -88,7 +80,7 @@ impl Dedicated<'_> {
         // unwrap: `conn` is only taken in Drop.
         let conn = self.conn.as_mut().unwrap();
         self.clean = false;
-        match tokio::time::timeout(timeout + GRACE, cmd.query_async::<T>(conn)).await {
+        match tokio::time::timeout(timeout + GRACE, conn.query::<T>(cmd)).await {
             Ok(Ok(v)) => {
                 self.clean = true;
                 Ok(v)

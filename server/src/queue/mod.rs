@@ -15,12 +15,12 @@ mod job;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Value};
 use scorecast_shared::Id;
 
 use crate::clock::Clock;
 use crate::config::QueueSettings;
+use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
 
@@ -46,7 +46,7 @@ pub struct Queues {
 }
 
 struct Inner {
-    conn: ConnectionManager,
+    conn: RedisConn,
     clock: Clock,
     settings: QueueSettings,
     pool: blocking::Pool,
@@ -63,10 +63,11 @@ pub struct Queue {
 }
 
 impl Queues {
-    /// `client` opens the dedicated connections of blocking waits; `conn` is the shared one.
+    /// `dialer` opens the dedicated connections of blocking waits (on a cluster, each is routed
+    /// to the node that owns the queue's slot); `conn` is the shared one.
     pub fn new(
-        conn: ConnectionManager,
-        client: redis::Client,
+        conn: RedisConn,
+        dialer: impl Into<crate::conn::Dialer>,
         clock: Clock,
         settings: QueueSettings,
     ) -> Queues {
@@ -74,7 +75,7 @@ impl Queues {
             inner: Arc::new(Inner {
                 conn,
                 clock,
-                pool: blocking::Pool::new(client, settings.max_waiters.max(1)),
+                pool: blocking::Pool::new(dialer.into(), settings.max_waiters.max(1)),
                 settings,
                 promoter: Wakeup::default(),
                 reaper: Wakeup::default(),
@@ -114,7 +115,7 @@ impl Queues {
         self.inner.reaper.wake_if_earlier(i64::MIN);
     }
 
-    fn conn(&self) -> ConnectionManager {
+    fn conn(&self) -> RedisConn {
         self.inner.conn.clone()
     }
 }

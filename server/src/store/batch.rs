@@ -5,13 +5,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use redis::aio::ConnectionManager;
 use redis::Value;
 use scorecast_shared::{ErrorCode, Id, Op};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{opt_rank, Accepted, Store, Submission};
 use crate::clock::Clock;
+use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
 
@@ -66,6 +66,7 @@ impl Store {
             rx,
             self.batchers.clone(),
             self.batcher_idle,
+            self.replica_wait,
         ));
         map.insert(board.clone(), tx.clone());
         tx
@@ -75,12 +76,13 @@ impl Store {
 /// Applies a board's queued submissions, as many as are waiting (up to [`MAX_BATCH`]) per
 /// script call, until every sender is gone.
 async fn run_batches(
-    mut conn: ConnectionManager,
+    mut conn: RedisConn,
     clock: Clock,
     board: Id,
     mut rx: mpsc::UnboundedReceiver<Pending>,
     batchers: Batchers,
     idle: std::time::Duration,
+    replica_wait: Option<(u32, u64)>,
 ) {
     let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
     let mut retiring = false;
@@ -115,7 +117,7 @@ async fn run_batches(
                 Err(_) => break,
             }
         }
-        match apply_batch(&mut conn, &clock, &board, &batch).await {
+        match apply_batch(&mut conn, &clock, &board, &batch, replica_wait).await {
             Ok(results) => {
                 for ((_, tx), r) in batch.drain(..).zip(results) {
                     let _ = tx.send(r);
@@ -131,12 +133,14 @@ async fn run_batches(
 }
 
 async fn apply_batch(
-    conn: &mut ConnectionManager,
+    conn: &mut RedisConn,
     clock: &Clock,
     board: &Id,
     batch: &[Pending],
+    replica_wait: Option<(u32, u64)>,
 ) -> AppResult<Vec<AppResult<Accepted>>> {
-    let mut inv = scripts::SUBMIT.key(keys::config(board));
+    let config = keys::config(board);
+    let mut inv = scripts::SUBMIT.key(&config);
     inv.arg(clock.arg());
     for (s, _) in batch {
         let op = s.op.map(|op| match op {
@@ -153,6 +157,17 @@ async fn apply_batch(
     }
     crate::metrics::BATCH_SIZE.observe(batch.len() as f64);
     let reply: Value = crate::metrics::script("submit", inv.invoke_async(conn)).await?;
+    if let Some((replicas, timeout_ms)) = replica_wait {
+        // The whole batch waits once: WAIT covers every write this connection made on the
+        // board's master. Short of replicas, nobody is acknowledged (a retry is applied once).
+        let got = conn.wait_replicas(&config, replicas, timeout_ms).await?;
+        if got < replicas {
+            return Err(AppError::new(
+                ErrorCode::Unavailable,
+                format!("applied, but {got} of {replicas} replicas confirmed it in time"),
+            ));
+        }
+    }
     let Value::Array(items) = reply else {
         return Err(reply::bad("submit batch"));
     };

@@ -8,12 +8,12 @@ mod moderation;
 
 use std::sync::Arc;
 
-use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Value};
 use scorecast_shared::{BoardConfig, Entry, ErrorCode, Id, Op};
 use serde::Serialize;
 
 use crate::clock::Clock;
+use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
 use batch::Batchers;
@@ -23,11 +23,13 @@ pub use moderation::{Ban, Lift};
 
 #[derive(Clone)]
 pub struct Store {
-    conn: ConnectionManager,
+    conn: RedisConn,
     clock: Clock,
     /// One group-commit queue per board (see [`Store::submit`]).
     batchers: Batchers,
     batcher_idle: std::time::Duration,
+    /// `(replicas, timeout_ms)`: submissions are acknowledged once that many replicas have them.
+    replica_wait: Option<(u32, u64)>,
 }
 
 /// One score submission, from any front door (WebSocket, HTTP admin, jobs).
@@ -91,18 +93,26 @@ fn opt_rank(v: i64) -> Option<u64> {
 }
 
 impl Store {
-    pub fn new(conn: ConnectionManager, clock: Clock) -> Store {
+    pub fn new(conn: RedisConn, clock: Clock) -> Store {
         Store {
             conn,
             clock,
             batchers: Arc::default(),
             batcher_idle: BATCHER_IDLE,
+            replica_wait: None,
         }
     }
 
     /// How long a board's batcher waits for submissions before it stops (tests shorten it).
     pub fn with_batcher_idle(mut self, idle: std::time::Duration) -> Store {
         self.batcher_idle = idle;
+        self
+    }
+
+    /// Acknowledge submissions only once `replicas` replicas have them (`WAIT`, at most
+    /// `timeout_ms`; fewer replicas in time answers `unavailable`). 0 turns it off.
+    pub fn with_replica_wait(mut self, replicas: u32, timeout_ms: u64) -> Store {
+        self.replica_wait = (replicas > 0).then_some((replicas, timeout_ms));
         self
     }
 
@@ -116,7 +126,7 @@ impl Store {
     }
 
     /// The shared multiplexed connection (never for blocking commands).
-    pub fn conn(&self) -> ConnectionManager {
+    pub fn conn(&self) -> RedisConn {
         self.conn.clone()
     }
 
@@ -166,13 +176,14 @@ impl Store {
             // A fresh store: an empty pipeline would be an "empty command" error from redis-rs.
             return Ok(Vec::new());
         }
-        // One round trip for every config (a pipeline, not MGET: on a cluster the keys live in
-        // different slots).
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.get(keys::config(id));
-        }
-        let raw: Vec<Option<String>> = pipe.query_async(&mut c).await?;
+        // Every config at once: concurrent GETs, which the multiplexed connection pipelines (not
+        // MGET or one pipeline: on a cluster the keys live in different slots, each GET is routed
+        // to its own node).
+        let raw: Vec<Option<String>> = futures_util::future::try_join_all(ids.iter().map(|id| {
+            let mut c = c.clone();
+            async move { c.get::<_, Option<String>>(keys::config(id)).await }
+        }))
+        .await?;
         ids.into_iter()
             .zip(raw)
             // An index entry without a config (a board being removed) is no board.
