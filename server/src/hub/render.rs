@@ -49,26 +49,9 @@ pub(super) fn render(
         }
         Want::Me(player) => {
             let e = page.entries.first();
-            let (score, rank) = (e.map(|e| e.score), e.map(|e| e.rank));
             let st = me.entry(player.clone()).or_default();
-            if (st.score, st.rank) != (score, rank) {
-                *st = MeState {
-                    score,
-                    rank,
-                    previous_rank: st.rank,
-                };
-            }
-            let msg = ServerMsg::Rank {
-                board: String::new(),
-                season,
-                player: player.to_string(),
-                score,
-                rank,
-                previous_rank: st.previous_rank,
-                seq: 0,
-                resync: false,
-            };
-            (msg, None)
+            learn(st, e.map(|e| e.score), e.map(|e| e.rank), page.seq);
+            return render_me(board, player, st, &season, page.seq, resync);
         }
         Want::Around(..) => {
             let window = match (page.entries.first(), page.entries.last()) {
@@ -85,12 +68,67 @@ pub(super) fn render(
             (msg, window)
         }
     };
+    built(content, board, page.seq, resync, window)
+}
+
+/// Records a standing read at `seq` (unless what the hub knows is newer): `previous_rank` is the
+/// rank before the last change.
+pub(super) fn learn(st: &mut MeState, score: Option<i64>, rank: Option<u64>, seq: u64) {
+    if st.at.is_some_and(|at| at > seq) {
+        return;
+    }
+    if (st.score, st.rank) != (score, rank) {
+        st.previous_rank = st.rank;
+        st.score = score;
+        st.rank = rank;
+    }
+    st.at = Some(seq);
+}
+
+/// The `rank` message of `player`'s standing `st` at `seq`.
+pub(super) fn render_me(
+    board: &Id,
+    player: &Id,
+    st: &MeState,
+    season: &str,
+    seq: u64,
+    resync: bool,
+) -> Built {
+    // One serialisation per message: the hash is taken over the fields, not the JSON.
+    let mut h = DefaultHasher::new();
+    (season, st.score, st.rank, st.previous_rank).hash(&mut h);
+    let msg = ServerMsg::Rank {
+        board: board.to_string(),
+        season: season.to_string(),
+        player: player.to_string(),
+        score: st.score,
+        rank: st.rank,
+        previous_rank: st.previous_rank,
+        seq,
+        resync,
+    };
+    Built {
+        hash: h.finish(),
+        text: msg.to_json().into(),
+        seq,
+        window: None,
+    }
+}
+
+/// Hashes the content and renders the addressed message.
+fn built(
+    content: ServerMsg,
+    board: &Id,
+    seq: u64,
+    resync: bool,
+    window: Option<(u64, u64)>,
+) -> Built {
     let mut h = DefaultHasher::new();
     content.to_json().hash(&mut h);
     Built {
         hash: h.finish(),
-        text: addressed(content, board, page.seq, resync).to_json().into(),
-        seq: page.seq,
+        text: addressed(content, board, seq, resync).to_json().into(),
+        seq,
         window,
     }
 }
