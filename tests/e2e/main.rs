@@ -2,6 +2,7 @@
 
 mod boards;
 mod hardening;
+mod live_ranks;
 mod notify_jobs;
 mod packing;
 mod queues;
