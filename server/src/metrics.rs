@@ -50,12 +50,28 @@ pub static RATE_LIMITED: LazyLock<IntCounterVec> = LazyLock::new(|| {
     )
 });
 
+pub static ME_STANDINGS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register(
+        // unwrap: constant, valid metric name and labels.
+        IntCounterVec::new(
+            Opts::new(
+                "scorecast_me_standings_total",
+                "`me` standings brought up to date by a view flush, by source (derived from the \
+                 change events, or read from Redis)",
+            ),
+            &["source"],
+        )
+        .unwrap(),
+    )
+});
+
 /// The text exposition of every metric.
 pub fn render() -> String {
     LazyLock::force(&SUBMISSIONS);
     LazyLock::force(&REDIS_ERRORS);
     LazyLock::force(&WS_CONNECTIONS);
     LazyLock::force(&RATE_LIMITED);
+    LazyLock::force(&ME_STANDINGS);
     let mut buf = Vec::new();
     // unwrap: encoding into a Vec cannot fail.
     TextEncoder::new()

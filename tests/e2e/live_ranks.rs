@@ -13,6 +13,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use redis::AsyncCommands;
 use scorecast_tests::scorecast_server::clock::Clock;
 use scorecast_tests::scorecast_server::hub::derive::{self, Move, Standing};
+use scorecast_tests::scorecast_server::metrics::ME_STANDINGS;
 use scorecast_tests::scorecast_shared::Id;
 use scorecast_tests::ws::{Incoming, WsClient};
 use scorecast_tests::{spawn_app, spawn_app_with, TestApp};
@@ -194,6 +195,8 @@ async fn last_push_equals_stored(ranking: &str) {
     app.board(board, json!({"ranking": ranking})).await;
     // Deterministic pseudo-random points; a few players share scores (ties).
     let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 50) as i64 + 1;
+    let derived = || ME_STANDINGS.with_label_values(&["derived"]).get();
+    let derived_before = derived();
     let sessions =
         join_all((0..N).map(|p| play(&app, board, p, (0..3).map(|i| points(p, i)).collect())))
             .await;
@@ -224,6 +227,11 @@ async fn last_push_equals_stored(ranking: &str) {
             ));
         }
         pushes.insert(player, ws);
+    }
+    if ranking == "ordinal" {
+        // Process-wide counter (other tests only add to it): derivation did the work here.
+        let n = derived() - derived_before;
+        assert!(n >= N as u64, "standings derived: {n}");
     }
     assert!(
         differ.is_empty(),

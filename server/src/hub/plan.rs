@@ -11,6 +11,7 @@ use scorecast_shared::{Id, View};
 
 use super::board::{Board, MeState, SubKey};
 use super::derive::{self, Move, Standing};
+use crate::metrics;
 use crate::store::Read;
 
 /// One read a flush or a snapshot needs.
@@ -161,6 +162,9 @@ fn derive_me(
             out.unknown.extend(standings.into_iter().map(|(p, _)| p));
             continue;
         }
+        metrics::ME_STANDINGS
+            .with_label_values(&["derived"])
+            .inc_by(standings.len() as u64);
         for (p, s) in standings {
             let Some(st) = me.get_mut(&p) else { continue };
             if (st.score, st.rank) != (s.score, s.rank) {

@@ -18,6 +18,7 @@ use super::plan::{self, Plan, Planned, Want};
 use super::render::{learn, render, render_me, Built};
 use super::Inner;
 use crate::error::AppResult;
+use crate::metrics;
 use crate::store::{Page, Read};
 
 /// What a flush read.
@@ -122,6 +123,9 @@ impl Inner {
             b.season = Some(p.season.clone());
         }
         if let Some(page) = &me_page {
+            metrics::ME_STANDINGS
+                .with_label_values(&["read"])
+                .inc_by(plan.me_reads.len() as u64);
             let found: HashMap<&str, &Entry> = page
                 .entries
                 .iter()
