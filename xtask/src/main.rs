@@ -35,6 +35,7 @@ commands:
                              cargo test, wasm tests, browser tests;
                              --quick runs `cargo test` only; FILTER goes to the test runners
   bench [-- ARGS]            setup, then build and run the load generator with ARGS
+                             (-- --views [--players N]: the live-ranks scenario, issue 11)
   chaos [-- ARGS]            setup, then the fault run: redis-server, server and queue
                              workers SIGKILLed mid-load, stalled spectators; prints figures
   fuzz [TARGET] [-- SECONDS] fuzz client_msg and/or codec (nightly + cargo-fuzz), 60 s each";
@@ -96,6 +97,10 @@ fn try_main() -> Result<ExitCode> {
         "bench" => {
             let (_, extra) = split_flags(&rest, &[])?;
             let tools = setup::run(&ctx, setup::Needs::redis_only())?;
+            if extra.iter().any(|a| a == "--views") {
+                bench::views(&ctx, &tools, &extra)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             if !bench::loadgen_exists(&ctx) {
                 eprintln!("bench: load generator not built yet");
                 return Ok(ExitCode::FAILURE);
