@@ -157,11 +157,23 @@ fn derived_ranks_equal_redis_at_every_seq() {
 /// One player's session: watches `me`, submits `points` one after the other, and returns the
 /// client with the last `rank` push it saw.
 async fn play(app: &TestApp, board: &str, p: usize, points: Vec<i64>) -> (WsClient, Value) {
+    play_view(app, board, p, points, "me").await
+}
+
+/// [`play`] for any player view (`me` or `around` radius 3); returns its last push.
+async fn play_view(
+    app: &TestApp,
+    board: &str,
+    p: usize,
+    points: Vec<i64>,
+    view: &str,
+) -> (WsClient, Value) {
     let player = format!("lr{p}");
+    let ty = if view == "me" { "rank" } else { view };
     let mut ws = WsClient::connect(&app.ws_url()).await;
     assert_eq!(ws.hello(&app.token(&player, None)).await["type"], "welcome");
-    let mut last = ws.subscribe(board, "me", json!({})).await;
-    assert_eq!(last["type"], "rank", "snapshot: {last}");
+    let mut last = ws.subscribe(board, view, json!({"radius": 3})).await;
+    assert_eq!(last["type"], ty, "snapshot: {last}");
     let n = points.len();
     for (i, pts) in points.into_iter().enumerate() {
         ws.send_json(
@@ -173,7 +185,7 @@ async fn play(app: &TestApp, board: &str, p: usize, points: Vec<i64>) -> (WsClie
     while acks < n {
         match ws.next_within(Duration::from_secs(20)).await {
             Some(Incoming::Json(v)) if v["type"] == "ack" => acks += 1,
-            Some(Incoming::Json(v)) if v["type"] == "rank" => last = v,
+            Some(Incoming::Json(v)) if v["type"] == ty => last = v,
             other => panic!("{player}: expected an ack or a push, got {other:?}"),
         }
     }
@@ -249,4 +261,72 @@ async fn last_me_push_equals_the_stored_rank_ordinal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn last_me_push_equals_the_stored_rank_shared() {
     last_push_equals_stored("shared").await;
+}
+
+/// (player, score, rank) of an `around` message's or response's entries.
+fn window(v: &Value) -> Vec<(Value, Value, Value)> {
+    v["entries"]
+        .as_array()
+        .map(|es| {
+            es.iter()
+                .map(|e| (e["player"].clone(), e["score"].clone(), e["rank"].clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `around` windows, read in one bulk read per flush: after the load stops, each player's last
+/// `around` push equals `GET /v1/boards/{b}/players/{p}/around?radius=3`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_around_push_equals_the_stored_window() {
+    const N: usize = 120;
+    let app = spawn_app_with(|s| s.public_limit.limit = 100_000, Clock::Redis).await;
+    let board = "win";
+    app.board(board, json!({})).await;
+    let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 50) as i64 + 1;
+    let sessions = join_all((0..N).map(|p| {
+        play_view(
+            &app,
+            board,
+            p,
+            (0..3).map(|i| points(p, i)).collect(),
+            "around",
+        )
+    }))
+    .await;
+    let mut differ = Vec::new();
+    let mut open = Vec::new();
+    for (p, (mut ws, mut last)) in sessions.into_iter().enumerate() {
+        let player = format!("lr{p}");
+        let stored = app
+            .get(&format!(
+                "/v1/boards/{board}/players/{player}/around?radius=3"
+            ))
+            .await;
+        assert_eq!(stored.status, 200, "{:?}", stored.body);
+        let want = window(&stored.body);
+        assert_eq!(want.len(), 7, "a full window: {:?}", stored.body);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while window(&last) != want {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match ws.next_within(left).await {
+                Some(Incoming::Json(v)) if v["type"] == "around" => last = v,
+                Some(Incoming::Json(_)) => {}
+                _ => break,
+            }
+        }
+        if window(&last) != want {
+            differ.push(format!(
+                "{player}: last push {last}, stored {}",
+                stored.body
+            ));
+        }
+        open.push(ws);
+    }
+    assert!(
+        differ.is_empty(),
+        "{} players differ: {:?}",
+        differ.len(),
+        &differ[..differ.len().min(3)]
+    );
 }

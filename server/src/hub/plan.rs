@@ -2,8 +2,10 @@
 //! Redis, no clock — the worker takes the lock, calls [`plan`] and does the reads outside it.
 //!
 //! Each *distinct* read is done once: one `top` read of the largest limit serves every `top`
-//! view, one per (player, radius) their `around`. `me` standings are derived from the events
-//! (`derive.rs`) where that is exact; the rest are read together, in one bulk read per flush.
+//! view; every (player, radius) window of the `around` views is read in one bulk call. `me`
+//! standings are derived from the events (`derive.rs`) where that is exact; the rest are read
+//! together, in one bulk read per flush. The worker sends the three concurrently, on one
+//! multiplexed connection: one round trip per board per flush, whatever the number of viewers.
 
 use std::collections::{HashMap, HashSet};
 

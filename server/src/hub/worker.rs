@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::try_join_all;
 use scorecast_shared::board::Ranking;
 use scorecast_shared::{Entry, Id, View};
 use tokio::sync::Notify;
@@ -77,14 +76,33 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Noti
 }
 
 impl Inner {
-    /// Does the plan's reads, concurrently: each `top`/`around` read, and one bulk read of every
-    /// `me` standing that could not be derived.
+    /// Does the plan's reads, concurrently (one round trip): the `top` read, one bulk read of
+    /// every `around` window, and one bulk read of every `me` standing that could not be derived.
     async fn read_plan(&self, board: &Id, plan: &Plan) -> AppResult<Pages> {
         let store = &self.store;
-        let views = try_join_all(plan.reads.iter().map(|want| async move {
-            let page = store.read(board, None, want.read(plan.top_limit)).await?;
-            AppResult::Ok((want.clone(), page))
-        }));
+        let top = async {
+            if !plan.reads.contains(&Want::Top) {
+                return Ok(None);
+            }
+            store
+                .read(board, None, Want::Top.read(plan.top_limit))
+                .await
+                .map(Some)
+        };
+        let arounds: Vec<(&Id, u64)> = plan
+            .reads
+            .iter()
+            .filter_map(|w| match w {
+                Want::Around(p, r) => Some((p, *r)),
+                _ => None,
+            })
+            .collect();
+        let around = async {
+            if arounds.is_empty() {
+                return Ok(Vec::new());
+            }
+            store.read_arounds(board, &arounds).await
+        };
         let me = async {
             if plan.me_reads.is_empty() {
                 return Ok(None);
@@ -94,11 +112,16 @@ impl Inner {
                 .await
                 .map(Some)
         };
-        let (views, me) = tokio::try_join!(views, me)?;
-        Ok(Pages {
-            views: views.into_iter().collect(),
-            me,
-        })
+        let (top, around, me) = tokio::try_join!(top, around, me)?;
+        let mut views: HashMap<Want, Page> = around
+            .into_iter()
+            .zip(&arounds)
+            .map(|(page, (p, r))| (Want::Around((*p).clone(), *r), page))
+            .collect();
+        if let Some(page) = top {
+            views.insert(Want::Top, page);
+        }
+        Ok(Pages { views, me })
     }
 
     /// Offers the flush's messages to the subscriptions it was planned for.
