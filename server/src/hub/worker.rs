@@ -27,6 +27,9 @@ struct Pages {
     me: Option<Page>,
 }
 
+/// How often a board's worker reads its config again (whether its ranking is ordinal).
+const CONFIG_EVERY: Duration = Duration::from_secs(1);
+
 /// A flush whose reads failed (Redis down) is retried after this.
 const FLUSH_RETRY: Duration = Duration::from_millis(250);
 
@@ -35,27 +38,18 @@ const FLUSH_RETRY: Duration = Duration::from_millis(250);
 pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Notify>) {
     let coalesce = Duration::from_millis(inner.ws.coalesce_ms);
     let mut last_flush: Option<Instant> = None;
-    // Standings are derived from events only on ordinal boards; until the config is read (or
-    // if it cannot be) they are read.
-    let ordinal = match inner.store.board(&board).await {
-        Ok(cfg) => Some(matches!(cfg.ranking, Ranking::Ordinal)),
-        Err(e) => {
-            tracing::debug!(%board, error = %e, "board config unreadable; reading every `me` view");
-            None
-        }
-    };
-    if let Some(b) = inner
-        .lock()
-        .boards
-        .get_mut(&board)
-        .filter(|b| b.epoch == epoch)
-    {
-        b.ordinal = ordinal;
-    }
+    let mut config_read: Option<Instant> = None;
     loop {
+        // Standings are derived from events only on ordinal boards. A board's ranking can be
+        // changed by an admin without an event, so the config is read again at most once per
+        // CONFIG_EVERY, before a flush; until it is read (or if it cannot be) standings are read.
         wake.notified().await;
         if let Some(t) = last_flush {
             tokio::time::sleep_until(t + coalesce).await;
+        }
+        if config_read.is_none_or(|t| t.elapsed() >= CONFIG_EVERY) {
+            config_read = Some(Instant::now());
+            inner.check_ranking(&board, epoch).await;
         }
         let plan = match plan::plan(inner.lock().boards.get_mut(&board), epoch) {
             Planned::Gone => return,
@@ -76,6 +70,26 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Noti
 }
 
 impl Inner {
+    /// Reads whether the board ranks ordinally; a change makes every `me` standing read again.
+    async fn check_ranking(&self, board: &Id, epoch: u64) {
+        let ordinal = match self.store.board(board).await {
+            Ok(cfg) => Some(matches!(cfg.ranking, Ranking::Ordinal)),
+            Err(e) => {
+                tracing::debug!(%board, error = %e, "board config unreadable; reading every `me` view");
+                None
+            }
+        };
+        let mut st = self.lock();
+        let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == epoch) else {
+            return;
+        };
+        if b.ordinal.is_some() && b.ordinal != ordinal {
+            b.forget_standings();
+            b.mark_all_dirty();
+        }
+        b.ordinal = ordinal;
+    }
+
     /// Does the plan's reads, concurrently (one round trip): the `top` read, one bulk read of
     /// every `around` window, and one bulk read of every `me` standing that could not be derived.
     async fn read_plan(&self, board: &Id, plan: &Plan) -> AppResult<Pages> {
