@@ -330,3 +330,43 @@ async fn last_around_push_equals_the_stored_window() {
         &differ[..differ.len().min(3)]
     );
 }
+
+/// A board's ranking changed by an admin (no change event): the hub stops deriving ordinal
+/// ranks and `me` shows the shared rank once the next events arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ranking_change_is_noticed_without_an_event() {
+    let app = spawn_app().await;
+    app.board("rk", json!({"op": "set"})).await;
+    app.score("rk", "a", 10).await;
+    app.score("rk", "b", 10).await;
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(ws.hello(&app.token("a", None)).await["type"], "welcome");
+    let snap = ws.subscribe("rk", "me", json!({})).await;
+    // Equal scores, ordinal: Redis orders b before a.
+    assert_eq!(snap["rank"], 2, "{snap}");
+    // A first flush (seen on a `top` view), so the worker has read the ranking as ordinal.
+    assert_eq!(ws.subscribe("rk", "top", json!({})).await["type"], "top");
+    app.score("rk", "c0", 1).await;
+    let top = ws
+        .recv_until(Duration::from_secs(10), |v| v["type"] == "top")
+        .await;
+    assert_eq!(top["total"], 3, "{top}");
+    app.board("rk", json!({"op": "set", "ranking": "shared"}))
+        .await;
+    // Newcomers below a reach no derived rank; the worker's config check (at most once a
+    // second, on a flush) must notice the change and read a's standing: rank 1, shared with b.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    let mut n = 0;
+    let mut last = snap;
+    while last["rank"] != 1 && tokio::time::Instant::now() < deadline {
+        n += 1;
+        app.score("rk", &format!("c{n}"), 1).await;
+        if let Some(Incoming::Json(v)) = ws.next_within(Duration::from_millis(300)).await {
+            if v["type"] == "rank" {
+                last = v;
+            }
+        }
+    }
+    assert_eq!(last["rank"], 1, "me after the ranking change: {last}");
+    assert_eq!(last["score"], 10);
+}

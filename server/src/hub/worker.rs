@@ -70,7 +70,8 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Noti
 }
 
 impl Inner {
-    /// Reads whether the board ranks ordinally; a change makes every `me` standing read again.
+    /// Reads whether the board ranks ordinally; a change (or the first read) makes every view
+    /// recomputed and every `me` standing read again.
     async fn check_ranking(&self, board: &Id, epoch: u64) {
         let ordinal = match self.store.board(board).await {
             Ok(cfg) => Some(matches!(cfg.ranking, Ranking::Ordinal)),
@@ -83,7 +84,8 @@ impl Inner {
         let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == epoch) else {
             return;
         };
-        if b.ordinal.is_some() && b.ordinal != ordinal {
+        // Also on the first read: the snapshots may have been taken under another ranking.
+        if b.ordinal != ordinal {
             b.forget_standings();
             b.mark_all_dirty();
         }
