@@ -1,13 +1,13 @@
-//! What a view's message says. Each message is rendered once per flush and the same bytes are
-//! offered to every subscriber of that view; its content hash (the message without `board`,
-//! `seq` and `resync`) tells whether a view changed since it was last sent.
+//! What a view's message says. Each message is serialised once per flush and the same bytes are
+//! offered to every subscriber of that view; its content hash (taken over the fields the message
+//! shows, not `board`, `seq` and `resync`) tells whether a view changed since it was last sent.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
 use bytestring::ByteString;
-use scorecast_shared::{Id, ServerMsg};
+use scorecast_shared::{Entry, Id, ServerMsg};
 
 use super::board::MeState;
 use super::plan::Want;
@@ -34,16 +34,19 @@ pub(super) fn render(
     resync: bool,
 ) -> Built {
     let season = page.season.clone();
-    let (content, window) = match want {
+    // One serialisation per message: the content hash is taken over the fields shown.
+    let mut h = DefaultHasher::new();
+    let (msg, window) = match want {
         Want::Top => {
             let n = (rows as usize).min(page.entries.len());
+            ("top", &season, page.total, hash_entries(&page.entries[..n])).hash(&mut h);
             let msg = ServerMsg::Top {
-                board: String::new(),
+                board: board.to_string(),
                 season,
                 total: page.total,
                 entries: page.entries[..n].to_vec(),
-                seq: 0,
-                resync: false,
+                seq: page.seq,
+                resync,
             };
             (msg, None)
         }
@@ -58,17 +61,32 @@ pub(super) fn render(
                 (Some(a), Some(b)) => Some((a.rank, b.rank)),
                 _ => None,
             };
+            ("around", &season, hash_entries(&page.entries)).hash(&mut h);
             let msg = ServerMsg::Around {
-                board: String::new(),
+                board: board.to_string(),
                 season,
                 entries: page.entries.clone(),
-                seq: 0,
-                resync: false,
+                seq: page.seq,
+                resync,
             };
             (msg, window)
         }
     };
-    built(content, board, page.seq, resync, window)
+    Built {
+        hash: h.finish(),
+        text: msg.to_json().into(),
+        seq: page.seq,
+        window,
+    }
+}
+
+/// A hash of the rows a message shows.
+fn hash_entries(entries: &[Entry]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for e in entries {
+        (&e.player, e.score, e.rank, &e.name, e.reached_ms).hash(&mut h);
+    }
+    h.finish()
 }
 
 /// Records a standing read at `seq` (unless what the hub knows is newer): `previous_rank` is the
@@ -113,45 +131,6 @@ pub(super) fn render_me(
         seq,
         window: None,
     }
-}
-
-/// Hashes the content and renders the addressed message.
-fn built(
-    content: ServerMsg,
-    board: &Id,
-    seq: u64,
-    resync: bool,
-    window: Option<(u64, u64)>,
-) -> Built {
-    let mut h = DefaultHasher::new();
-    content.to_json().hash(&mut h);
-    Built {
-        hash: h.finish(),
-        text: addressed(content, board, seq, resync).to_json().into(),
-        seq,
-        window,
-    }
-}
-
-/// Fills in what the content hash leaves out.
-fn addressed(mut msg: ServerMsg, board_id: &Id, at: u64, again: bool) -> ServerMsg {
-    match &mut msg {
-        ServerMsg::Top {
-            board, seq, resync, ..
-        }
-        | ServerMsg::Rank {
-            board, seq, resync, ..
-        }
-        | ServerMsg::Around {
-            board, seq, resync, ..
-        } => {
-            *board = board_id.to_string();
-            *seq = at;
-            *resync = again;
-        }
-        _ => {}
-    }
-    msg
 }
 
 #[cfg(test)]
