@@ -8,9 +8,11 @@
 -- player:  ARGV[4] player
 -- around:  ARGV[4] player, ARGV[5] radius
 -- players: ARGV[4..] players
+-- arounds: ARGV[4..] pairs of player, radius (every `around` view of a flush, in one call)
 --
 -- Returns {'ok', season, total, seq, season start_ms, entries...} where entries are flat groups of five:
 -- player, points, rank, name ('' = none), reached_ms (-1 = none); or {'err', code, message}.
+-- For `arounds`, each pair's rows are preceded by their count: {..., n1, rows1..., n2, rows2...}.
 
 local prefix = string.sub(KEYS[1], 1, -7)
 local cfg = load_config(KEYS[1])
@@ -38,13 +40,22 @@ if mode == 'top' then
 elseif mode == 'player' then
   local i = index_of(ARGV[4])
   if i then append(entries(prefix, key, cfg, i, i, start)) end
-elseif mode == 'around' then
-  local i = index_of(ARGV[4])
-  if i then
-    local r = tonumber(ARGV[5])
+elseif mode == 'around' or mode == 'arounds' then
+  local function around(player, r)
+    local i = index_of(player)
+    if not i then return {} end
     -- Near the edges, still 2r+1 rows when the board has them.
     local first = math.max(0, math.min(i - r, total - (2 * r + 1)))
-    append(entries(prefix, key, cfg, first, first + 2 * r, start))
+    return entries(prefix, key, cfg, first, first + 2 * r, start)
+  end
+  if mode == 'around' then
+    append(around(ARGV[4], tonumber(ARGV[5])))
+  else
+    for n = 4, #ARGV - 1, 2 do
+      local rows = around(ARGV[n], tonumber(ARGV[n + 1]))
+      out[#out + 1] = #rows / 5
+      append(rows)
+    end
   end
 else -- players
   for n = 4, #ARGV do

@@ -194,6 +194,15 @@ pub static RATE_LIMITED: LazyLock<IntCounterVec> = LazyLock::new(|| {
     )
 });
 
+pub static ME_STANDINGS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_me_standings_total",
+        "`me` standings brought up to date by a view flush, by source (derived from the change \
+         events, or read from Redis)",
+        &["source"],
+    )
+});
+
 /// Times a Lua script call into [`SCRIPT_SECONDS`].
 pub async fn script<T>(name: &'static str, call: impl Future<Output = T>) -> T {
     let t = Instant::now();
@@ -265,6 +274,9 @@ pub fn render() -> String {
     LazyLock::force(&JOBS);
     // `read`: the public reads' limiter (config.rs); other policies appear when they refuse.
     RATE_LIMITED.with_label_values(&["read"]);
+    for source in ["derived", "read"] {
+        ME_STANDINGS.with_label_values(&[source]);
+    }
     let mut buf = Vec::new();
     // unwrap: encoding into a Vec cannot fail.
     TextEncoder::new()

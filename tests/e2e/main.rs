@@ -3,6 +3,7 @@
 mod boards;
 mod cluster;
 mod hardening;
+mod live_ranks;
 mod moderation;
 mod notify_jobs;
 mod operator;

@@ -131,3 +131,22 @@ pub fn run_loadgen(ctx: &Ctx, tools: &Tools, args: &[String]) -> Result<()> {
         .env("REDIS_BENCHMARK", &tools.redis_benchmark))
     .context("the load generator failed")
 }
+
+/// `cargo xtask bench -- --views [ARGS]`: the live-ranks scenario of issue 11
+/// (`tests/src/bin/loadgen_views.rs`), built and run like the load generator.
+pub fn views(ctx: &Ctx, tools: &Tools, args: &[String]) -> Result<()> {
+    run(&mut ctx.cargo([
+        "build",
+        "--release",
+        "-p",
+        "scorecast-tests",
+        "--bin",
+        "loadgen_views",
+    ]))
+    .context("building loadgen_views failed")?;
+    run(Command::new(ctx.target_dir.join("release/loadgen_views"))
+        .args(args)
+        .current_dir(&ctx.root)
+        .env("SCORECAST_REDIS_SERVER", &tools.redis_server))
+    .context("loadgen_views failed")
+}

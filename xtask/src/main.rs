@@ -40,6 +40,7 @@ commands:
   bench [--quick] [-- ARGS]  setup, then build and run the load generator with ARGS:
                              Scorecast and the Node baseline (../shared/bench/peer) side
                              by side, 3 alternating rounds; --quick: a run of a few minutes
+                             (-- --views [--players N]: the live-ranks scenario, issue 11)
   chaos [-- ARGS]            setup, then the fault run: redis-server, server and queue
                              workers SIGKILLed mid-load, stalled spectators; prints figures
   fuzz [TARGET] [-- SECONDS] fuzz client_msg and/or codec (nightly + cargo-fuzz), 60 s each";
@@ -104,6 +105,10 @@ fn try_main() -> Result<ExitCode> {
                 extra.insert(0, "--quick".into());
             }
             let tools = setup::run(&ctx, setup::Needs::redis_only())?;
+            if extra.iter().any(|a| a == "--views") {
+                bench::views(&ctx, &tools, &extra)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             if !bench::loadgen_exists(&ctx) {
                 eprintln!("bench: load generator not built yet");
                 return Ok(ExitCode::FAILURE);

@@ -8,6 +8,7 @@ use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
 use tokio::sync::Notify;
 
+use super::derive::Move;
 use super::outbox::Outbox;
 use super::SessionId;
 
@@ -30,6 +31,13 @@ pub(super) struct Board {
     pub me: HashMap<Id, MeState>,
     /// The season the views last showed.
     pub season: Option<String>,
+    /// Moves of the events since the last flush, in order, for deriving `me` standings
+    /// (`derive.rs`); `pending_seqs` holds each event's `seq` and the index of its first move.
+    pub pending: Vec<Move>,
+    pub pending_seqs: Vec<(u64, usize)>,
+    /// Whether the board ranks ordinally (`None` until the worker read the config): only then
+    /// are standings derived from events.
+    pub ordinal: Option<bool>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
@@ -37,6 +45,8 @@ pub(super) struct MeState {
     pub score: Option<i64>,
     pub rank: Option<u64>,
     pub previous_rank: Option<u64>,
+    /// The `seq` this standing reflects; `None` = unknown (to be read).
+    pub at: Option<u64>,
 }
 
 pub(super) struct Sub {
@@ -100,6 +110,9 @@ impl Board {
             high_seq: 0,
             me: HashMap::new(),
             season: None,
+            pending: Vec::new(),
+            pending_seqs: Vec::new(),
+            ordinal: None,
         }
     }
 
@@ -110,9 +123,19 @@ impl Board {
         self.wake.notify_one();
     }
 
+    /// What the hub derived is no longer trusted: every `me` standing is read again.
+    pub fn forget_standings(&mut self) {
+        self.pending.clear();
+        self.pending_seqs.clear();
+        for st in self.me.values_mut() {
+            st.at = None;
+        }
+    }
+
     /// Every view is to be re-sent as a fresh snapshot, and `seq` ordering restarts.
     pub fn mark_resync(&mut self) {
         crate::metrics::RESYNCS.inc();
+        self.forget_standings();
         self.last_event_seq = 0;
         self.high_seq = 0;
         self.dirty.resync = true;

@@ -10,7 +10,11 @@ use scorecast_shared::Id;
 use serde::Deserialize;
 
 use super::board::Board;
+use super::derive::Move;
 use super::Inner;
+
+/// Moves kept for derivation between two flushes at most; past this the standings are read.
+const MAX_PENDING_MOVES: usize = 200_000;
 
 #[derive(Deserialize)]
 pub(super) struct Event {
@@ -27,6 +31,8 @@ pub(super) struct Event {
 pub(super) struct Change {
     #[serde(default)]
     pub player: Option<String>,
+    #[serde(default)]
+    pub score: Option<i64>,
     #[serde(default)]
     pub rank: Option<u64>,
     #[serde(default)]
@@ -61,18 +67,29 @@ impl Board {
             self.last_event_seq = ev.seq;
             return;
         }
+        if self.last_event_seq != 0 && ev.seq > self.last_event_seq + 1 {
+            // An event was lost (pub/sub is at-most-once): derived standings are stale.
+            self.forget_standings();
+        }
         self.last_event_seq = ev.seq;
         self.high_seq = self.high_seq.max(ev.seq);
-        let d = &mut self.dirty;
-        d.any = true;
+        self.dirty.any = true;
         // A calendar board's new season starts with its first submission, without a rollover
         // event: every view's `season` changes, so everything is recomputed.
         let new_season = self.season.as_deref().is_some_and(|s| s != ev.season);
         if ev.rollover || new_season {
-            d.full = true;
+            self.dirty.full = true;
             self.me.clear();
+            self.pending.clear();
+            self.pending_seqs.clear();
         } else {
+            if self.pending.len() > MAX_PENDING_MOVES {
+                // The worker is not keeping up (or Redis is down): read instead of deriving.
+                self.forget_standings();
+            }
+            self.pending_seqs.push((ev.seq, self.pending.len()));
             let mut known = 0;
+            let d = &mut self.dirty;
             for c in &ev.changes {
                 let Some(p) = c.player.as_deref().and_then(|p| Id::parse(p).ok()) else {
                     continue;
@@ -86,6 +103,12 @@ impl Board {
                 );
                 d.ranges.push((new.min(old), new.max(old)));
                 d.total_changed |= c.rank.is_none() || c.previous_rank.is_none();
+                self.pending.push(Move {
+                    player: p.clone(),
+                    score: c.score,
+                    rank: c.rank,
+                    previous_rank: c.previous_rank,
+                });
                 d.players.insert(p);
                 known += 1;
             }

@@ -13,6 +13,7 @@
 //! | `pubsub.rs`    | the dedicated pub/sub connection and which channels it carries           |
 //! | `events.rs`    | what a board's change event makes dirty                                  |
 //! | `board.rs`     | one watched board's subscriptions and dirty state                        |
+//! | `derive.rs`    | `me` ranks derived from the change events, where exact (pure)            |
 //! | `plan.rs`      | which views a flush recomputes and which reads serve them (pure)         |
 //! | `worker.rs`    | the per-board flush task: coalesce, read, offer                          |
 //! | `render.rs`    | what a view's message says, and the hash that tells whether it changed   |
@@ -25,6 +26,7 @@
 //! `docs/protocol.md`; the path of an update through these files in `docs/architecture.md`.
 
 mod board;
+pub mod derive;
 mod events;
 mod members;
 mod notify;

@@ -2,13 +2,18 @@
 //! Redis, no clock — the worker takes the lock, calls [`plan`] and does the reads outside it.
 //!
 //! Each *distinct* read is done once: one `top` read of the largest limit serves every `top`
-//! view, one read per player serves their `me` views, one per (player, radius) their `around`.
+//! view; every (player, radius) window of the `around` views is read in one bulk call. `me`
+//! standings are derived from the events (`derive.rs`) where that is exact; the rest are read
+//! together, in one bulk read per flush. The worker sends the three concurrently, on one
+//! multiplexed connection: one round trip per board per flush, whatever the number of viewers.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use scorecast_shared::{Id, View};
 
-use super::board::{Board, SubKey};
+use super::board::{Board, MeState, SubKey};
+use super::derive::{self, Move, Standing};
+use crate::metrics;
 use crate::store::Read;
 
 /// One read a flush or a snapshot needs.
@@ -62,7 +67,10 @@ pub(super) struct Plan {
     pub resync: bool,
     pub high_seq: u64,
     pub top_limit: u64,
+    /// `top` and `around` reads.
     pub reads: Vec<Want>,
+    /// Players whose `me` standing is read, all in one bulk read (the rest are derived).
+    pub me_reads: Vec<Id>,
     /// The subscriptions to offer the results to, each with the generation planned for.
     pub targets: Vec<(SubKey, u64)>,
 }
@@ -95,6 +103,84 @@ pub(super) fn meets(ranges: &[(u64, u64)], a: u64, b: u64) -> bool {
     ranges.get(i).is_some_and(|r| r.0 <= b)
 }
 
+/// What deriving did to the watched `me` standings.
+#[derive(Default)]
+struct Derived {
+    /// Standings that changed (their views get a message, with no read).
+    changed: HashSet<Id>,
+    /// Standings that cannot be derived (unknown, older than the events at hand, or
+    /// inconsistent): read.
+    unknown: HashSet<Id>,
+}
+
+/// Applies the pending moves to the standings of `players` (`derive.rs`), grouped by the `seq`
+/// each standing is at: each group gets the moves of the events after it.
+fn derive_me(
+    me: &mut HashMap<Id, MeState>,
+    players: HashSet<&Id>,
+    moves: &[Move],
+    seqs: &[(u64, usize)],
+) -> Derived {
+    let mut out = Derived::default();
+    let last = seqs.last().map(|s| s.0);
+    let first = seqs.first().map(|s| s.0);
+    // Moves start index -> the players to derive from there.
+    let mut groups: HashMap<usize, Vec<&Id>> = HashMap::new();
+    for p in players {
+        let Some(at) = me.get(p).and_then(|st| st.at) else {
+            out.unknown.insert(p.clone());
+            continue;
+        };
+        match first {
+            None => {}
+            // Events between the standing and the first one at hand were consumed without it.
+            Some(f) if at + 1 < f => {
+                out.unknown.insert(p.clone());
+            }
+            Some(_) => {
+                let i = seqs.partition_point(|s| s.0 <= at);
+                if let Some(&(_, start)) = seqs.get(i) {
+                    groups.entry(start).or_default().push(p);
+                }
+            }
+        }
+    }
+    for (start, players) in groups {
+        let mut standings: Vec<(Id, Standing)> = players
+            .iter()
+            .map(|p| {
+                let st = me.get(*p).copied().unwrap_or_default();
+                let s = Standing {
+                    score: st.score,
+                    rank: st.rank,
+                };
+                ((*p).clone(), s)
+            })
+            .collect();
+        let mut view: Vec<(&Id, &mut Standing)> =
+            standings.iter_mut().map(|(p, s)| (&*p, s)).collect();
+        if derive::apply(&mut view, &moves[start..]).is_err() {
+            tracing::warn!("a derived rank disagreed with its event; reading the standings");
+            out.unknown.extend(standings.into_iter().map(|(p, _)| p));
+            continue;
+        }
+        metrics::ME_STANDINGS
+            .with_label_values(&["derived"])
+            .inc_by(standings.len() as u64);
+        for (p, s) in standings {
+            let Some(st) = me.get_mut(&p) else { continue };
+            if (st.score, st.rank) != (s.score, s.rank) {
+                st.previous_rank = st.rank;
+                st.score = s.score;
+                st.rank = s.rank;
+                out.changed.insert(p);
+            }
+            st.at = last;
+        }
+    }
+    out
+}
+
 /// Takes the board's dirty state (if the entry is still the one of `epoch`) and decides which
 /// ready views to recompute.
 pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
@@ -105,6 +191,8 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
         return Planned::Nothing;
     }
     let d = std::mem::take(&mut b.dirty);
+    let moves = std::mem::take(&mut b.pending);
+    let seqs = std::mem::take(&mut b.pending_seqs);
     let ranges = merge_ranges(d.ranges);
     let in_ranges = |r: u64| meets(&ranges, r, r);
     let mut plan = Plan {
@@ -113,26 +201,49 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
         high_seq: b.high_seq,
         top_limit: 0,
         reads: Vec::new(),
+        me_reads: Vec::new(),
         targets: Vec::new(),
     };
+    // `me` from the change stream where exact: ordinal boards, in a known season, when no event
+    // was lost and nothing asks for everything to be read.
+    let derive = b.ordinal == Some(true) && b.season.is_some() && !d.full && !d.resync;
+    let derived = if derive {
+        let players: HashSet<&Id> = b
+            .subs
+            .values()
+            .filter(|s| s.ready && s.view == View::Me)
+            .filter_map(|s| s.player.as_ref())
+            .collect();
+        derive_me(&mut b.me, players, &moves, &seqs)
+    } else {
+        Derived::default()
+    };
     let mut reads = HashSet::new();
+    let mut me_reads = HashSet::new();
     for (key, sub) in b.subs.iter_mut() {
         if !sub.ready {
             continue;
         }
         let force = std::mem::take(&mut sub.force) || d.full || d.resync;
         let mine = sub.player.as_ref().is_some_and(|p| d.players.contains(p));
+        if let (View::Me, Some(p)) = (sub.view, sub.player.as_ref()) {
+            let read = if derive {
+                derived.unknown.contains(p)
+            } else {
+                force || mine || b.me.get(p).and_then(|m| m.rank).is_some_and(in_ranges)
+            };
+            if read {
+                me_reads.insert(p.clone());
+            }
+            if read || (derive && (force || derived.changed.contains(p))) {
+                plan.targets.push((*key, sub.gen));
+            }
+            continue;
+        }
         let affected = force
             || match sub.view {
                 View::Top { limit } => d.total_changed || meets(&ranges, 1, limit.into()),
-                View::Me => {
-                    mine || sub
-                        .player
-                        .as_ref()
-                        .and_then(|p| b.me.get(p))
-                        .and_then(|m| m.rank)
-                        .is_some_and(in_ranges)
-                }
+                View::Me => false,
                 // One past the window: a newcomer right below it can shift a window that
                 // sits at the bottom of the board.
                 View::Around { .. } => {
@@ -156,6 +267,7 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
         return Planned::Nothing;
     }
     plan.reads = reads.into_iter().collect();
+    plan.me_reads = me_reads.into_iter().collect();
     Planned::Flush(plan)
 }
 
@@ -197,6 +309,7 @@ mod tests {
                 score: Some(5),
                 rank: Some(50),
                 previous_rank: None,
+                at: Some(1),
             },
         );
         b
@@ -258,10 +371,11 @@ mod tests {
         b.dirty.ranges = vec![(45, 60), (25, 25)];
         let p = flush(&mut b);
         assert_eq!(sessions(&p), [2, 3]);
-        let reads: HashSet<Want> = p.reads.into_iter().collect();
+        assert_eq!(p.reads, vec![Want::Around(id("bob"), 2)]);
         assert_eq!(
-            reads,
-            HashSet::from([Want::Me(id("alice")), Want::Around(id("bob"), 2)])
+            p.me_reads,
+            vec![id("alice")],
+            "not an ordinal board: `me` is read"
         );
         assert_eq!(p.top_limit, 0, "no top read");
     }
@@ -301,6 +415,63 @@ mod tests {
         assert_eq!(sessions(&flush(&mut b)), [2]);
         b.dirty.any = true;
         assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
+    }
+
+    /// The fixture on an ordinal board in a known season, with one event pending: `mover`
+    /// went from `old` to `new` at seq 2.
+    fn derivable(mover: &str, old: Option<u64>, new: Option<u64>) -> Board {
+        let mut b = board();
+        b.ordinal = Some(true);
+        b.season = Some("all".into());
+        b.dirty.any = true;
+        b.dirty.players.insert(id(mover));
+        b.pending_seqs.push((2, 0));
+        b.pending.push(Move {
+            player: id(mover),
+            score: Some(100),
+            rank: new,
+            previous_rank: old,
+        });
+        b
+    }
+
+    #[test]
+    fn a_move_past_a_watcher_is_derived_without_a_read() {
+        let mut b = derivable("carol", Some(60), Some(10));
+        let p = flush(&mut b);
+        assert_eq!(sessions(&p), [2]);
+        assert!(
+            p.me_reads.is_empty() && p.reads.is_empty(),
+            "no read: {p:?}"
+        );
+        let alice = b.me[&id("alice")];
+        assert_eq!(
+            (alice.rank, alice.previous_rank, alice.score, alice.at),
+            (Some(51), Some(50), Some(5), Some(2))
+        );
+    }
+
+    #[test]
+    fn a_move_elsewhere_sends_nothing_and_the_standing_keeps_up() {
+        let mut b = derivable("carol", Some(60), Some(55));
+        assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
+        assert_eq!(b.me[&id("alice")].at, Some(2), "derived up to the event");
+    }
+
+    #[test]
+    fn a_standing_older_than_the_events_at_hand_is_read() {
+        let mut b = derivable("carol", Some(60), Some(10));
+        b.pending_seqs[0].0 = 5; // seqs 2..=4 were consumed without alice
+        let p = flush(&mut b);
+        assert_eq!(sessions(&p), [2]);
+        assert_eq!(p.me_reads, vec![id("alice")]);
+    }
+
+    #[test]
+    fn a_mover_that_disagrees_with_its_event_is_read() {
+        let mut b = derivable("alice", Some(49), Some(3));
+        let p = flush(&mut b);
+        assert_eq!(p.me_reads, vec![id("alice")]);
     }
 
     #[test]

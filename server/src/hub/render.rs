@@ -1,13 +1,13 @@
-//! What a view's message says. Each message is rendered once per flush and the same bytes are
-//! offered to every subscriber of that view; its content hash (the message without `board`,
-//! `seq` and `resync`) tells whether a view changed since it was last sent.
+//! What a view's message says. Each message is serialised once per flush and the same bytes are
+//! offered to every subscriber of that view; its content hash (taken over the fields the message
+//! shows, not `board`, `seq` and `resync`) tells whether a view changed since it was last sent.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
 use bytestring::ByteString;
-use scorecast_shared::{Id, ServerMsg};
+use scorecast_shared::{Entry, Id, ServerMsg};
 
 use super::board::MeState;
 use super::plan::Want;
@@ -34,86 +34,103 @@ pub(super) fn render(
     resync: bool,
 ) -> Built {
     let season = page.season.clone();
-    let (content, window) = match want {
+    // One serialisation per message: the content hash is taken over the fields shown.
+    let mut h = DefaultHasher::new();
+    let (msg, window) = match want {
         Want::Top => {
             let n = (rows as usize).min(page.entries.len());
+            ("top", &season, page.total, hash_entries(&page.entries[..n])).hash(&mut h);
             let msg = ServerMsg::Top {
-                board: String::new(),
+                board: board.to_string(),
                 season,
                 total: page.total,
                 entries: page.entries[..n].to_vec(),
-                seq: 0,
-                resync: false,
+                seq: page.seq,
+                resync,
             };
             (msg, None)
         }
         Want::Me(player) => {
             let e = page.entries.first();
-            let (score, rank) = (e.map(|e| e.score), e.map(|e| e.rank));
             let st = me.entry(player.clone()).or_default();
-            if (st.score, st.rank) != (score, rank) {
-                *st = MeState {
-                    score,
-                    rank,
-                    previous_rank: st.rank,
-                };
-            }
-            let msg = ServerMsg::Rank {
-                board: String::new(),
-                season,
-                player: player.to_string(),
-                score,
-                rank,
-                previous_rank: st.previous_rank,
-                seq: 0,
-                resync: false,
-            };
-            (msg, None)
+            learn(st, e.map(|e| e.score), e.map(|e| e.rank), page.seq);
+            return render_me(board, player, st, &season, page.seq, resync);
         }
         Want::Around(..) => {
             let window = match (page.entries.first(), page.entries.last()) {
                 (Some(a), Some(b)) => Some((a.rank, b.rank)),
                 _ => None,
             };
+            ("around", &season, hash_entries(&page.entries)).hash(&mut h);
             let msg = ServerMsg::Around {
-                board: String::new(),
+                board: board.to_string(),
                 season,
                 entries: page.entries.clone(),
-                seq: 0,
-                resync: false,
+                seq: page.seq,
+                resync,
             };
             (msg, window)
         }
     };
-    let mut h = DefaultHasher::new();
-    content.to_json().hash(&mut h);
     Built {
         hash: h.finish(),
-        text: addressed(content, board, page.seq, resync).to_json().into(),
+        text: msg.to_json().into(),
         seq: page.seq,
         window,
     }
 }
 
-/// Fills in what the content hash leaves out.
-fn addressed(mut msg: ServerMsg, board_id: &Id, at: u64, again: bool) -> ServerMsg {
-    match &mut msg {
-        ServerMsg::Top {
-            board, seq, resync, ..
-        }
-        | ServerMsg::Rank {
-            board, seq, resync, ..
-        }
-        | ServerMsg::Around {
-            board, seq, resync, ..
-        } => {
-            *board = board_id.to_string();
-            *seq = at;
-            *resync = again;
-        }
-        _ => {}
+/// A hash of the rows a message shows.
+fn hash_entries(entries: &[Entry]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for e in entries {
+        (&e.player, e.score, e.rank, &e.name, e.reached_ms).hash(&mut h);
     }
-    msg
+    h.finish()
+}
+
+/// Records a standing read at `seq` (unless what the hub knows is newer): `previous_rank` is the
+/// rank before the last change.
+pub(super) fn learn(st: &mut MeState, score: Option<i64>, rank: Option<u64>, seq: u64) {
+    if st.at.is_some_and(|at| at > seq) {
+        return;
+    }
+    if (st.score, st.rank) != (score, rank) {
+        st.previous_rank = st.rank;
+        st.score = score;
+        st.rank = rank;
+    }
+    st.at = Some(seq);
+}
+
+/// The `rank` message of `player`'s standing `st` at `seq`.
+pub(super) fn render_me(
+    board: &Id,
+    player: &Id,
+    st: &MeState,
+    season: &str,
+    seq: u64,
+    resync: bool,
+) -> Built {
+    // One serialisation per message: the hash is taken over the fields, not the JSON.
+    let mut h = DefaultHasher::new();
+    (season, st.score, st.rank, st.previous_rank).hash(&mut h);
+    let msg = ServerMsg::Rank {
+        board: board.to_string(),
+        season: season.to_string(),
+        player: player.to_string(),
+        score: st.score,
+        rank: st.rank,
+        previous_rank: st.previous_rank,
+        seq,
+        resync,
+    };
+    Built {
+        hash: h.finish(),
+        text: msg.to_json().into(),
+        seq,
+        window: None,
+    }
 }
 
 #[cfg(test)]

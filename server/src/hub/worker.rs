@@ -7,17 +7,28 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::try_join_all;
-use scorecast_shared::Id;
+use scorecast_shared::board::Ranking;
+use scorecast_shared::{Entry, Id, View};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::board::Board;
 use super::plan::{self, Plan, Planned, Want};
-use super::render::{render, Built};
+use super::render::{learn, render, render_me, Built};
 use super::Inner;
 use crate::error::AppResult;
-use crate::store::Page;
+use crate::metrics;
+use crate::store::{Page, Read};
+
+/// What a flush read.
+struct Pages {
+    views: HashMap<Want, Page>,
+    /// The bulk read of the `me` standings that could not be derived.
+    me: Option<Page>,
+}
+
+/// How often a board's worker reads its config again (whether its ranking is ordinal).
+const CONFIG_EVERY: Duration = Duration::from_secs(1);
 
 /// A flush whose reads failed (Redis down) is retried after this.
 const FLUSH_RETRY: Duration = Duration::from_millis(250);
@@ -27,10 +38,18 @@ const FLUSH_RETRY: Duration = Duration::from_millis(250);
 pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Notify>) {
     let coalesce = Duration::from_millis(inner.ws.coalesce_ms);
     let mut last_flush: Option<Instant> = None;
+    let mut config_read: Option<Instant> = None;
     loop {
+        // Standings are derived from events only on ordinal boards. A board's ranking can be
+        // changed by an admin without an event, so the config is read again at most once per
+        // CONFIG_EVERY, before a flush; until it is read (or if it cannot be) standings are read.
         wake.notified().await;
         if let Some(t) = last_flush {
             tokio::time::sleep_until(t + coalesce).await;
+        }
+        if config_read.is_none_or(|t| t.elapsed() >= CONFIG_EVERY) {
+            config_read = Some(Instant::now());
+            inner.check_ranking(&board, epoch).await;
         }
         let plan = match plan::plan(inner.lock().boards.get_mut(&board), epoch) {
             Planned::Gone => return,
@@ -51,25 +70,86 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Noti
 }
 
 impl Inner {
-    /// Does the plan's reads, concurrently.
-    async fn read_plan(&self, board: &Id, plan: &Plan) -> AppResult<HashMap<Want, Page>> {
+    /// Reads whether the board ranks ordinally; a change (or the first read) makes every view
+    /// recomputed and every `me` standing read again.
+    async fn check_ranking(&self, board: &Id, epoch: u64) {
+        let ordinal = match self.store.board(board).await {
+            Ok(cfg) => Some(matches!(cfg.ranking, Ranking::Ordinal)),
+            Err(e) => {
+                tracing::debug!(%board, error = %e, "board config unreadable; reading every `me` view");
+                None
+            }
+        };
+        let mut st = self.lock();
+        let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == epoch) else {
+            return;
+        };
+        // Also on the first read: the snapshots may have been taken under another ranking.
+        if b.ordinal != ordinal {
+            b.forget_standings();
+            b.mark_all_dirty();
+        }
+        b.ordinal = ordinal;
+    }
+
+    /// Does the plan's reads, concurrently (one round trip): the `top` read, one bulk read of
+    /// every `around` window, and one bulk read of every `me` standing that could not be derived.
+    async fn read_plan(&self, board: &Id, plan: &Plan) -> AppResult<Pages> {
         let store = &self.store;
-        let pages = try_join_all(plan.reads.iter().map(|want| async move {
-            let page = store.read(board, None, want.read(plan.top_limit)).await?;
-            AppResult::Ok((want.clone(), page))
-        }))
-        .await?;
-        Ok(pages.into_iter().collect())
+        let top = async {
+            if !plan.reads.contains(&Want::Top) {
+                return Ok(None);
+            }
+            store
+                .read(board, None, Want::Top.read(plan.top_limit))
+                .await
+                .map(Some)
+        };
+        let arounds: Vec<(&Id, u64)> = plan
+            .reads
+            .iter()
+            .filter_map(|w| match w {
+                Want::Around(p, r) => Some((p, *r)),
+                _ => None,
+            })
+            .collect();
+        let around = async {
+            if arounds.is_empty() {
+                return Ok(Vec::new());
+            }
+            store.read_arounds(board, &arounds).await
+        };
+        let me = async {
+            if plan.me_reads.is_empty() {
+                return Ok(None);
+            }
+            store
+                .read(board, None, Read::Players(&plan.me_reads))
+                .await
+                .map(Some)
+        };
+        let (top, around, me) = tokio::try_join!(top, around, me)?;
+        let mut views: HashMap<Want, Page> = around
+            .into_iter()
+            .zip(&arounds)
+            .map(|(page, (p, r))| (Want::Around((*p).clone(), *r), page))
+            .collect();
+        if let Some(page) = top {
+            views.insert(Want::Top, page);
+        }
+        Ok(Pages { views, me })
     }
 
     /// Offers the flush's messages to the subscriptions it was planned for.
-    fn offer(&self, board: &Id, plan: Plan, pages: HashMap<Want, Page>) {
+    fn offer(&self, board: &Id, plan: Plan, pages: Pages) {
         let mut st = self.lock();
         let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == plan.epoch) else {
             return;
         };
-        let (lowest, highest) = pages
+        let Pages { views, me: me_page } = pages;
+        let (lowest, highest) = views
             .values()
+            .chain(me_page.as_ref())
             .map(|p| p.seq)
             .fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
         if !plan.resync && lowest < plan.high_seq {
@@ -78,27 +158,61 @@ impl Inner {
             return;
         }
         b.high_seq = b.high_seq.max(highest);
-        if let Some(p) = pages.values().next() {
+        if let Some(p) = views.values().chain(me_page.as_ref()).next() {
             b.season = Some(p.season.clone());
         }
+        if let Some(page) = &me_page {
+            metrics::ME_STANDINGS
+                .with_label_values(&["read"])
+                .inc_by(plan.me_reads.len() as u64);
+            let found: HashMap<&str, &Entry> = page
+                .entries
+                .iter()
+                .map(|e| (e.player.as_str(), e))
+                .collect();
+            for p in &plan.me_reads {
+                let e = found.get(p.as_str());
+                let st = b.me.entry(p.clone()).or_default();
+                learn(st, e.map(|e| e.score), e.map(|e| e.rank), page.seq);
+            }
+        }
+        let Some(season) = b.season.clone() else {
+            return;
+        };
         let mut built: HashMap<(Want, u64), Built> = HashMap::new();
+        let mut built_me: HashMap<&Id, Built> = HashMap::new();
+        // `top` and `around` renders never touch standings (`me` views render from `b.me`).
+        let mut no_standings = HashMap::new();
         let Board { subs, me, .. } = b;
         for (key, gen) in plan.targets {
             let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
                 continue;
             };
-            let Some(want) = Want::of(sub.view, sub.player.as_ref()) else {
-                continue;
+            let msg = match (sub.view, sub.player.as_ref()) {
+                (View::Me, Some(p)) => {
+                    let Some((player, standing)) = me.get_key_value(p) else {
+                        continue;
+                    };
+                    let Some(at) = standing.at else { continue };
+                    built_me.entry(player).or_insert_with(|| {
+                        render_me(board, player, standing, &season, at, plan.resync)
+                    })
+                }
+                _ => {
+                    let Some(want) = Want::of(sub.view, sub.player.as_ref()) else {
+                        continue;
+                    };
+                    let Some(page) = views.get(&want) else {
+                        continue;
+                    };
+                    let rows = plan::rows(sub.view);
+                    built
+                        .entry((want, rows))
+                        .or_insert_with_key(|(want, rows)| {
+                            render(board, want, *rows, page, &mut no_standings, plan.resync)
+                        })
+                }
             };
-            let Some(page) = pages.get(&want) else {
-                continue;
-            };
-            let rows = plan::rows(sub.view);
-            let msg = built
-                .entry((want, rows))
-                .or_insert_with_key(|(want, rows)| {
-                    render(board, want, *rows, page, me, plan.resync)
-                });
             sub.window = msg.window.or(sub.window);
             if plan.resync || (sub.last_hash != Some(msg.hash) && msg.seq > sub.last_seq) {
                 sub.last_seq = msg.seq;

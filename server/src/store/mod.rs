@@ -88,6 +88,23 @@ pub enum Read<'a> {
     Players(&'a [Id]),
 }
 
+/// Rows of a read: flat groups of five (player, points, rank, name, reached_ms).
+fn entries(fields: &[Value]) -> AppResult<Vec<Entry>> {
+    fields
+        .chunks_exact(5)
+        .map(|e| {
+            Some(Entry {
+                player: reply::text(&e[0])?,
+                score: reply::int(&e[1])?,
+                rank: reply::int(&e[2])? as u64,
+                name: reply::text(&e[3]).filter(|n| !n.is_empty()),
+                reached_ms: reply::int(&e[4]).filter(|t| *t >= 0),
+            })
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| reply::bad("entry"))
+}
+
 fn opt_rank(v: i64) -> Option<u64> {
     (v > 0).then_some(v as u64)
 }
@@ -237,19 +254,7 @@ impl Store {
             .and_then(reply::text)
             .ok_or_else(|| reply::bad("season"))?;
         let (total, seq, start_ms) = (n(1)? as u64, n(2)? as u64, n(3)?);
-        let mut entries = r[4..]
-            .chunks_exact(5)
-            .map(|e| {
-                Some(Entry {
-                    player: reply::text(&e[0])?,
-                    score: reply::int(&e[1])?,
-                    rank: reply::int(&e[2])? as u64,
-                    name: reply::text(&e[3]).filter(|n| !n.is_empty()),
-                    reached_ms: reply::int(&e[4]).filter(|t| *t >= 0),
-                })
-            })
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| reply::bad("entry"))?;
+        let mut entries = entries(&r[4..])?;
         if matches!(what, Read::Players(_)) {
             // Friends are shown as a small leaderboard of their own.
             entries.sort_by_key(|e| e.rank);
@@ -261,6 +266,47 @@ impl Store {
             seq,
             entries,
         })
+    }
+
+    /// Every `around` view of a flush in one `lua/read.lua` call (mode `arounds`): one page per
+    /// (player, radius), in order, all at the same `seq`.
+    pub async fn read_arounds(&self, board: &Id, views: &[(&Id, u64)]) -> AppResult<Vec<Page>> {
+        let mut c = self.conn.clone();
+        let mut inv = scripts::READ.key(keys::config(board));
+        inv.arg("arounds").arg("").arg(self.clock.arg());
+        for (p, r) in views {
+            inv.arg(p.as_str()).arg(*r);
+        }
+        let reply: Value = inv.invoke_async(&mut c).await?;
+        let r = reply::ok(reply)?;
+        let n = |i: usize| {
+            r.get(i)
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("read field"))
+        };
+        let season = r
+            .first()
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("season"))?;
+        let (total, seq, start_ms) = (n(1)? as u64, n(2)? as u64, n(3)?);
+        let mut at = 4;
+        let mut pages = Vec::with_capacity(views.len());
+        for _ in views {
+            let rows = n(at)? as usize;
+            let end = at + 1 + rows * 5;
+            let fields = r
+                .get(at + 1..end)
+                .ok_or_else(|| reply::bad("around rows"))?;
+            pages.push(Page {
+                season: season.clone(),
+                start_ms,
+                total,
+                seq,
+                entries: entries(fields)?,
+            });
+            at = end;
+        }
+        Ok(pages)
     }
 
     pub async fn seasons(&self, board: &Id) -> AppResult<Vec<SeasonInfo>> {

@@ -1,0 +1,372 @@
+//! Live ranks for every player (issue 11): `me` standings derived from the change events
+//! (`server/src/hub/derive.rs`) agree with Redis, and after the load stops every player's last
+//! `me` push equals the stored standing.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use futures_util::StreamExt;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use redis::AsyncCommands;
+use scorecast_tests::scorecast_server::clock::Clock;
+use scorecast_tests::scorecast_server::hub::derive::{self, Move, Standing};
+use scorecast_tests::scorecast_server::metrics::ME_STANDINGS;
+use scorecast_tests::scorecast_shared::Id;
+use scorecast_tests::ws::{Incoming, WsClient};
+use scorecast_tests::{spawn_app, spawn_app_with, TestApp};
+use serde_json::{json, Value};
+
+/// Players of the property test.
+const PLAYERS: usize = 12;
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// The player's score becomes the points (board op `set`).
+    Set(usize, i64),
+    Remove(usize),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        8 => (0..PLAYERS, 0..40i64).prop_map(|(p, s)| Step::Set(p, s)),
+        1 => (0..PLAYERS).prop_map(Step::Remove),
+    ]
+}
+
+fn name(p: usize) -> String {
+    format!("p{p}")
+}
+
+/// Applies one case's batches (each sent concurrently, so the batcher groups some into one
+/// event), derives every player's standing from the events alone and, after each batch, checks
+/// it against `ZREVRANK`/`ZSCORE` at that `seq`.
+async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Result<(), String> {
+    app.board(board, json!({"op": "set"})).await;
+    let client = redis::Client::open(app.redis.url()).expect("redis url");
+    let mut events = client.get_async_pubsub().await.expect("pub/sub connection");
+    events
+        .subscribe(format!("ev:{{{board}}}"))
+        .await
+        .expect("SUBSCRIBE");
+    let mut events = events.into_on_message();
+    let mut redis = app.redis_conn().await;
+    let ids: Vec<Id> = (0..PLAYERS).map(|p| Id::parse(&name(p)).unwrap()).collect();
+    // An empty board: every standing is known (absent) at seq 0.
+    let mut known: Vec<Standing> = vec![Standing::default(); PLAYERS];
+    let mut seen_seq = 0u64;
+    for batch in batches {
+        join_all(batch.iter().map(|s| async move {
+            match *s {
+                Step::Set(p, points) => {
+                    app.score(board, &name(p), points).await;
+                }
+                Step::Remove(p) => {
+                    let r = app
+                        .call(
+                            reqwest::Method::DELETE,
+                            &format!("/admin/boards/{board}/players/{}", name(p)),
+                            None,
+                            true,
+                        )
+                        .await;
+                    // Removing a player who is not on the board is a 404 that changes nothing.
+                    assert!(
+                        r.status.is_success() || r.code() == "not_found",
+                        "remove: {:?}",
+                        r.body
+                    );
+                }
+            }
+        }))
+        .await;
+        let seq: Option<u64> = redis.get(format!("lb:{{{board}}}:seq")).await.unwrap();
+        let seq = seq.unwrap_or(0);
+        while seen_seq < seq {
+            let msg = tokio::time::timeout(Duration::from_secs(10), events.next())
+                .await
+                .map_err(|_| format!("no event after seq {seen_seq} (want {seq})"))?
+                .expect("pub/sub stream");
+            let ev: Value = serde_json::from_slice(msg.get_payload_bytes()).unwrap();
+            let s = ev["seq"].as_u64().unwrap();
+            if s != seen_seq + 1 {
+                return Err(format!("event seq {s} after {seen_seq}"));
+            }
+            seen_seq = s;
+            let moves: Vec<Move> = ev["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| Move {
+                    player: Id::parse(c["player"].as_str().unwrap()).unwrap(),
+                    score: c["score"].as_i64(),
+                    rank: c["rank"].as_u64(),
+                    previous_rank: c["previous_rank"].as_u64(),
+                })
+                .collect();
+            let mut view: Vec<(&Id, &mut Standing)> = ids.iter().zip(known.iter_mut()).collect();
+            derive::apply(&mut view, &moves).map_err(|e| format!("{e:?} at seq {s}"))?;
+        }
+        let key = format!("lb:{{{board}}}:s:all");
+        for (p, st) in ids.iter().zip(&known) {
+            let rank: Option<u64> = redis.zrevrank(&key, p.as_str()).await.unwrap();
+            let score: Option<f64> = redis.zscore(&key, p.as_str()).await.unwrap();
+            let stored = Standing {
+                score: score.map(|s| s as i64),
+                rank: rank.map(|r| r + 1),
+            };
+            if *st != stored {
+                return Err(format!(
+                    "{p} at seq {seq}: derived {st:?}, Redis {stored:?}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Random submissions and removals on a real Redis: every derived rank equals `ZREVRANK` at
+/// that seq.
+#[test]
+fn derived_ranks_equal_redis_at_every_seq() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let app = rt.block_on(spawn_app());
+    let boards = AtomicU64::new(0);
+    let batches = prop::collection::vec(prop::collection::vec(step(), 1..6), 1..20);
+    let mut runner = TestRunner::new(Config {
+        cases: 24,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&batches, |case| {
+        let board = format!("d{}", boards.fetch_add(1, Ordering::Relaxed));
+        rt.block_on(derive_case(&app, &board, case))
+            .map_err(TestCaseError::fail)
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// One player's session: watches `me`, submits `points` one after the other, and returns the
+/// client with the last `rank` push it saw.
+async fn play(app: &TestApp, board: &str, p: usize, points: Vec<i64>) -> (WsClient, Value) {
+    play_view(app, board, p, points, "me").await
+}
+
+/// [`play`] for any player view (`me` or `around` radius 3); returns its last push.
+async fn play_view(
+    app: &TestApp,
+    board: &str,
+    p: usize,
+    points: Vec<i64>,
+    view: &str,
+) -> (WsClient, Value) {
+    let player = format!("lr{p}");
+    let ty = if view == "me" { "rank" } else { view };
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(ws.hello(&app.token(&player, None)).await["type"], "welcome");
+    let mut last = ws.subscribe(board, view, json!({"radius": 3})).await;
+    assert_eq!(last["type"], ty, "snapshot: {last}");
+    let n = points.len();
+    for (i, pts) in points.into_iter().enumerate() {
+        ws.send_json(
+            json!({"type": "submit", "id": format!("s{i}"), "board": board, "points": pts}),
+        )
+        .await;
+    }
+    let mut acks = 0;
+    while acks < n {
+        match ws.next_within(Duration::from_secs(20)).await {
+            Some(Incoming::Json(v)) if v["type"] == "ack" => acks += 1,
+            Some(Incoming::Json(v)) if v["type"] == ty => last = v,
+            other => panic!("{player}: expected an ack or a push, got {other:?}"),
+        }
+    }
+    (ws, last)
+}
+
+/// Several hundred players each watch `me` and submit concurrently; once the load stops, each
+/// one's last `me` push equals `GET /v1/boards/{b}/players/{p}`.
+async fn last_push_equals_stored(ranking: &str) {
+    const N: usize = 300;
+    let app = spawn_app_with(
+        |s| {
+            s.public_limit.limit = 100_000;
+        },
+        Clock::Redis,
+    )
+    .await;
+    let board = "live";
+    app.board(board, json!({"ranking": ranking})).await;
+    // Deterministic pseudo-random points; a few players share scores (ties).
+    let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 50) as i64 + 1;
+    let derived = || ME_STANDINGS.with_label_values(&["derived"]).get();
+    let derived_before = derived();
+    let sessions =
+        join_all((0..N).map(|p| play(&app, board, p, (0..3).map(|i| points(p, i)).collect())))
+            .await;
+    let mut differ = Vec::new();
+    let mut pushes = HashMap::new();
+    for (p, (mut ws, mut last)) in sessions.into_iter().enumerate() {
+        let player = format!("lr{p}");
+        let stored = app
+            .get(&format!("/v1/boards/{board}/players/{player}"))
+            .await;
+        assert_eq!(stored.status, 200, "{:?}", stored.body);
+        let want = (stored.body["score"].clone(), stored.body["rank"].clone());
+        // The views converge: wait for the push that shows the stored standing (it may be
+        // the one already seen).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while (last["score"].clone(), last["rank"].clone()) != want {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match ws.next_within(left).await {
+                Some(Incoming::Json(v)) if v["type"] == "rank" => last = v,
+                Some(Incoming::Json(_)) => {}
+                _ => break,
+            }
+        }
+        if (last["score"].clone(), last["rank"].clone()) != want {
+            differ.push(format!(
+                "{player}: last push {last}, stored {}",
+                stored.body
+            ));
+        }
+        pushes.insert(player, ws);
+    }
+    if ranking == "ordinal" {
+        // Process-wide counter (other tests only add to it): derivation did the work here.
+        let n = derived() - derived_before;
+        assert!(n >= N as u64, "standings derived: {n}");
+    }
+    assert!(
+        differ.is_empty(),
+        "{} players differ: {:?}",
+        differ.len(),
+        &differ[..differ.len().min(5)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_me_push_equals_the_stored_rank_ordinal() {
+    last_push_equals_stored("ordinal").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_me_push_equals_the_stored_rank_shared() {
+    last_push_equals_stored("shared").await;
+}
+
+/// (player, score, rank) of an `around` message's or response's entries.
+fn window(v: &Value) -> Vec<(Value, Value, Value)> {
+    v["entries"]
+        .as_array()
+        .map(|es| {
+            es.iter()
+                .map(|e| (e["player"].clone(), e["score"].clone(), e["rank"].clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `around` windows, read in one bulk read per flush: after the load stops, each player's last
+/// `around` push equals `GET /v1/boards/{b}/players/{p}/around?radius=3`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_around_push_equals_the_stored_window() {
+    const N: usize = 120;
+    let app = spawn_app_with(|s| s.public_limit.limit = 100_000, Clock::Redis).await;
+    let board = "win";
+    app.board(board, json!({})).await;
+    let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 50) as i64 + 1;
+    let sessions = join_all((0..N).map(|p| {
+        play_view(
+            &app,
+            board,
+            p,
+            (0..3).map(|i| points(p, i)).collect(),
+            "around",
+        )
+    }))
+    .await;
+    let mut differ = Vec::new();
+    let mut open = Vec::new();
+    for (p, (mut ws, mut last)) in sessions.into_iter().enumerate() {
+        let player = format!("lr{p}");
+        let stored = app
+            .get(&format!(
+                "/v1/boards/{board}/players/{player}/around?radius=3"
+            ))
+            .await;
+        assert_eq!(stored.status, 200, "{:?}", stored.body);
+        let want = window(&stored.body);
+        assert_eq!(want.len(), 7, "a full window: {:?}", stored.body);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while window(&last) != want {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match ws.next_within(left).await {
+                Some(Incoming::Json(v)) if v["type"] == "around" => last = v,
+                Some(Incoming::Json(_)) => {}
+                _ => break,
+            }
+        }
+        if window(&last) != want {
+            differ.push(format!(
+                "{player}: last push {last}, stored {}",
+                stored.body
+            ));
+        }
+        open.push(ws);
+    }
+    assert!(
+        differ.is_empty(),
+        "{} players differ: {:?}",
+        differ.len(),
+        &differ[..differ.len().min(3)]
+    );
+}
+
+/// A board's ranking changed by an admin (no change event): the hub stops deriving ordinal
+/// ranks and `me` shows the shared rank once the next events arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ranking_change_is_noticed_without_an_event() {
+    let app = spawn_app().await;
+    app.board("rk", json!({"op": "set"})).await;
+    app.score("rk", "a", 10).await;
+    app.score("rk", "b", 10).await;
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(ws.hello(&app.token("a", None)).await["type"], "welcome");
+    let snap = ws.subscribe("rk", "me", json!({})).await;
+    // Equal scores, ordinal: Redis orders b before a.
+    assert_eq!(snap["rank"], 2, "{snap}");
+    // A first flush (seen on a `top` view), so the worker has read the ranking as ordinal.
+    assert_eq!(ws.subscribe("rk", "top", json!({})).await["type"], "top");
+    app.score("rk", "c0", 1).await;
+    let top = ws
+        .recv_until(Duration::from_secs(10), |v| v["type"] == "top")
+        .await;
+    assert_eq!(top["total"], 3, "{top}");
+    app.board("rk", json!({"op": "set", "ranking": "shared"}))
+        .await;
+    // Newcomers below a reach no derived rank; the worker's config check (at most once a
+    // second, on a flush) must notice the change and read a's standing: rank 1, shared with b.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    let mut n = 0;
+    let mut last = snap;
+    while last["rank"] != 1 && tokio::time::Instant::now() < deadline {
+        n += 1;
+        app.score("rk", &format!("c{n}"), 1).await;
+        if let Some(Incoming::Json(v)) = ws.next_within(Duration::from_millis(300)).await {
+            if v["type"] == "rank" {
+                last = v;
+            }
+        }
+    }
+    assert_eq!(last["rank"], 1, "me after the ranking change: {last}");
+    assert_eq!(last["score"], 10);
+}

@@ -1,0 +1,602 @@
+//! `loadgen_views`: the live-ranks scenario of issue 11, run by `cargo xtask bench -- --views`.
+//!
+//! One process tree: its own `redis-server` (AOF off) and a Scorecast server as a child process
+//! (this binary with `--serve`). Two runs of `--seconds` each, on two fresh boards of the same
+//! server, with the same `--players` WebSocket players each keeping one submission in flight
+//! and `--spectators` clients watching `top 10` (a probe player jumps to rank 1 every 100 ms;
+//! each spectator times when it sees that):
+//!
+//! - `plain`: nobody watches `me`;
+//! - `views`: every player also watches its own `me` (push latency: from the submission to the
+//!   player's first `rank` push showing the score it produced).
+//!
+//! Printed per run: submissions/s, ack p99, push p99 to spectators (and to `me`), `me` pushes/s,
+//! the server's CPU (from `/proc/<pid>/stat`) per submission and per push, Redis CPU and
+//! `EVALSHA` time (INFO), and the `me` standings the hub derived vs read (`/metrics`); then the
+//! ratio of submissions/s and what Redis spent on view reads: `INFO commandstats` counts both
+//! scripts as `EVALSHA`, so the view-read calls are the calls beyond the submission batches
+//! (one `seq` bump each), next to the `me` standings the hub read rather than derived.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use futures_util::{SinkExt, StreamExt};
+use scorecast_server::auth::{Secret, Tokens};
+use scorecast_server::config::Settings;
+use scorecast_server::embedded::RedisProcess;
+use scorecast_server::startup::Application;
+use scorecast_shared::{BoardConfig, Id};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+const TOKEN_SECRET: &str = "loadgen-token-secret-0123456789abcdef012345";
+const ADMIN_TOKEN: &str = "loadgen-admin-token-0123456789abcdef0123456";
+const PROBE_POINTS: i64 = 1_000_000_000;
+const PROBE_EVERY: Duration = Duration::from_millis(100);
+/// Connections are opened this many at a time.
+const CONNECT_BATCH: usize = 200;
+/// Time for pushes still on the way after the load stops.
+const SETTLE: Duration = Duration::from_millis(500);
+/// A message the load generator waits for (a stuck server fails the run instead of hanging).
+const WAIT: Duration = Duration::from_secs(20);
+/// Clock ticks per second of `/proc/<pid>/stat` (`CLK_TCK`, 100 on Linux).
+const CLK_TCK: f64 = 100.0;
+
+struct Args {
+    players: usize,
+    spectators: usize,
+    seconds: u64,
+    /// Run the views run first (the machine's load drifts: swapping shows how much).
+    views_first: bool,
+}
+
+const USAGE: &str =
+    "loadgen_views [--players N=1000] [--spectators K=10] [--seconds S=8] [--views-first]";
+
+impl Args {
+    fn parse(argv: &[String]) -> anyhow::Result<Args> {
+        let mut a = Args {
+            players: 1000,
+            spectators: 10,
+            seconds: 8,
+            views_first: false,
+        };
+        let mut it = argv.iter();
+        while let Some(flag) = it.next() {
+            let mut value = || -> anyhow::Result<u64> {
+                it.next()
+                    .with_context(|| format!("{flag} needs a value\n{USAGE}"))?
+                    .parse()
+                    .with_context(|| format!("{flag}: not a number\n{USAGE}"))
+            };
+            match flag.as_str() {
+                "--views" => {}
+                "--views-first" => a.views_first = true,
+                "--players" => a.players = value()? as usize,
+                "--spectators" => a.spectators = value()? as usize,
+                "--seconds" => a.seconds = value()?,
+                other => bail!("unknown argument {other}\n{USAGE}"),
+            }
+        }
+        Ok(a)
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("--serve") {
+        let url = argv.get(1).context("--serve REDIS_URL")?.clone();
+        return actix_web::rt::System::new().block_on(serve(url));
+    }
+    let args = Args::parse(&argv)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(bench(args))
+}
+
+/// The child: a release Scorecast server on a free port, printed as `PORT <n>`.
+async fn serve(redis_url: String) -> anyhow::Result<()> {
+    let mut settings = Settings {
+        listen: "127.0.0.1:0".parse()?,
+        redis_url: Some(Secret::new(redis_url)),
+        admin_token: Some(Secret::new(ADMIN_TOKEN)),
+        token_secret: Some(Secret::new(TOKEN_SECRET)),
+        max_conns_per_addr: 0,
+        workers: false,
+        ..Settings::default()
+    };
+    for board in ["plain", "views"] {
+        settings.boards.insert(
+            board.into(),
+            BoardConfig {
+                submit_limit: None,
+                ..BoardConfig::default()
+            },
+        );
+    }
+    let app = Application::build(settings).await?;
+    println!("PORT {}", app.port());
+    std::io::stdout().flush()?;
+    app.run_until_stopped().await
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(url: &str) -> anyhow::Result<Ws> {
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
+    let w = next_json(&mut ws).await?;
+    anyhow::ensure!(w["type"] == "welcome", "expected welcome, got {w}");
+    Ok(ws)
+}
+
+async fn next_json(ws: &mut Ws) -> anyhow::Result<Value> {
+    loop {
+        match tokio::time::timeout(WAIT, ws.next())
+            .await
+            .context("no message within the wait")?
+        {
+            Some(Ok(Message::Text(t))) => return Ok(serde_json::from_str(&t)?),
+            Some(Ok(Message::Close(f))) => bail!("closed by the server: {f:?}"),
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(e.into()),
+            None => bail!("connection ended"),
+        }
+    }
+}
+
+async fn send(ws: &mut Ws, v: Value) -> anyhow::Result<()> {
+    Ok(ws.send(Message::text(v.to_string())).await?)
+}
+
+/// A player past `hello`, watching its own `me` on `board` when `me` is set.
+async fn player(
+    url: &str,
+    tokens: &Tokens,
+    name: String,
+    board: &str,
+    me: bool,
+) -> anyhow::Result<Ws> {
+    let mut ws = connect(url).await?;
+    let token = tokens.issue(&Id::parse(&name)?, None, 3600);
+    send(&mut ws, json!({"type": "hello", "token": token})).await?;
+    let w = next_json(&mut ws).await?;
+    anyhow::ensure!(w["type"] == "welcome", "hello failed: {w}");
+    if me {
+        send(
+            &mut ws,
+            json!({"type": "subscribe", "board": board, "view": "me"}),
+        )
+        .await?;
+        let s = next_json(&mut ws).await?;
+        anyhow::ensure!(s["type"] == "rank", "subscribe failed: {s}");
+    }
+    Ok(ws)
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i] as f64
+}
+
+/// Kills the server child when the run ends, however it ends.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_server(redis_url: &str) -> anyhow::Result<(ChildGuard, u16)> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("--serve")
+        .arg(redis_url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting the server child")?;
+    let stdout = child.stdout.take().context("child stdout")?;
+    let guard = ChildGuard(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let port = line
+        .trim()
+        .strip_prefix("PORT ")
+        .with_context(|| format!("server said {line:?}"))?
+        .parse()?;
+    Ok((guard, port))
+}
+
+/// The server's CPU seconds so far (user + system), from `/proc/<pid>/stat`.
+fn cpu_s(pid: u32) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which ends with the last ')'): utime is the 12th, stime
+    // the 13th.
+    let rest = stat.rsplit_once(')').context("stat format")?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>()? + f[12].parse::<f64>()?;
+    Ok(ticks / CLK_TCK)
+}
+
+/// Redis's CPU seconds and the `EVALSHA` calls and µs so far (INFO).
+async fn redis_stats(
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> anyhow::Result<(f64, u64, u64)> {
+    let info: String = redis::cmd("INFO").arg("all").query_async(conn).await?;
+    let field = |line: &str, key: &str| -> Option<f64> {
+        line.split(',')
+            .find_map(|kv| kv.strip_prefix(key).and_then(|v| v.parse().ok()))
+    };
+    let (mut cpu, mut calls, mut usec) = (0.0, 0u64, 0u64);
+    for line in info.lines() {
+        if let Some(v) = line
+            .strip_prefix("used_cpu_sys:")
+            .or_else(|| line.strip_prefix("used_cpu_user:"))
+        {
+            cpu += v.trim().parse::<f64>().unwrap_or(0.0);
+        }
+        if let Some(rest) = line.strip_prefix("cmdstat_evalsha:") {
+            calls = field(rest, "calls=").unwrap_or(0.0) as u64;
+            usec = field(rest, "usec=").unwrap_or(0.0) as u64;
+        }
+    }
+    Ok((cpu, calls, usec))
+}
+
+/// `scorecast_me_standings_total` by source (derived, read), from `/metrics`.
+async fn standings(port: u16) -> anyhow::Result<(u64, u64)> {
+    let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await?
+        .text()
+        .await?;
+    let get = |source: &str| {
+        let prefix = format!("scorecast_me_standings_total{{source=\"{source}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0) as u64
+    };
+    Ok((get("derived"), get("read")))
+}
+
+/// What one run measured.
+struct Run {
+    name: &'static str,
+    seconds: f64,
+    submissions: u64,
+    ack_p99_ms: f64,
+    top_p99_ms: f64,
+    me_p99_ms: f64,
+    me_pushes: u64,
+    server_cpu_s: f64,
+    /// This load generator's own CPU (its clients share the machine with the server).
+    loadgen_cpu_s: f64,
+    redis_cpu_s: f64,
+    evalsha_calls: u64,
+    evalsha_usec: u64,
+    derived: u64,
+    read: u64,
+    /// Submission batches (the board's `seq` went up once per batch: every submission adds).
+    batches: u64,
+}
+
+/// Per player: acks' latencies (µs), `rank` pushes received, and `me` push latencies (µs).
+type PlayerResult = (Vec<u64>, u64, Vec<u64>);
+
+/// One player keeping one submission in flight until `deadline`.
+async fn play(
+    mut ws: Ws,
+    i: usize,
+    board: &'static str,
+    deadline: Instant,
+) -> anyhow::Result<PlayerResult> {
+    let (mut acks, mut pushes, mut me_lat) = (Vec::new(), 0u64, Vec::new());
+    // Score -> when the submission that produced it was sent (until its push is seen).
+    let mut sent_for: HashMap<i64, Instant> = HashMap::new();
+    let mut pushed: HashMap<i64, Instant> = HashMap::new();
+    let mut n = 0u64;
+    while Instant::now() < deadline {
+        n += 1;
+        let id = format!("p{i}-{n}");
+        let t = Instant::now();
+        let points = 1 + (i as i64 * 31 + n as i64 * 17) % 10;
+        send(
+            &mut ws,
+            json!({"type": "submit", "id": id, "board": board, "points": points}),
+        )
+        .await?;
+        loop {
+            let v = next_json(&mut ws).await?;
+            let now = Instant::now();
+            if v["type"] == "rank" {
+                pushes += 1;
+                if let Some(s) = v["score"].as_i64() {
+                    match sent_for.remove(&s) {
+                        Some(t0) => me_lat.push(now.duration_since(t0).as_micros() as u64),
+                        None => {
+                            pushed.insert(s, now);
+                        }
+                    }
+                    // Scores only grow: older ones were coalesced away.
+                    sent_for.retain(|k, _| *k > s);
+                }
+            } else if v["id"] == id.as_str() {
+                anyhow::ensure!(v["type"] == "ack", "submission refused: {v}");
+                acks.push(t.elapsed().as_micros() as u64);
+                if let Some(s) = v["score"].as_i64() {
+                    match pushed.remove(&s) {
+                        Some(at) => me_lat.push(at.saturating_duration_since(t).as_micros() as u64),
+                        None => {
+                            sent_for.insert(s, t);
+                        }
+                    }
+                    pushed.retain(|k, _| *k > s);
+                }
+                break;
+            }
+        }
+    }
+    Ok((acks, pushes, me_lat))
+}
+
+async fn run(
+    name: &'static str,
+    a: &Args,
+    url: &str,
+    port: u16,
+    pid: u32,
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> anyhow::Result<Run> {
+    let tokens = Tokens::new(&Secret::new(TOKEN_SECRET));
+    let me = name == "views";
+    let mut players = Vec::with_capacity(a.players);
+    while players.len() < a.players {
+        let first = players.len();
+        let n = CONNECT_BATCH.min(a.players - first);
+        let batch = futures_util::future::try_join_all(
+            (first..first + n).map(|i| player(url, &tokens, format!("{name}-p{i}"), name, me)),
+        )
+        .await?;
+        players.extend(batch);
+    }
+    let mut spectators = Vec::with_capacity(a.spectators);
+    for _ in 0..a.spectators {
+        let mut ws = connect(url).await?;
+        send(
+            &mut ws,
+            json!({"type": "subscribe", "board": name, "view": "top", "limit": 10}),
+        )
+        .await?;
+        let snap = next_json(&mut ws).await?;
+        anyhow::ensure!(snap["type"] == "top", "subscribe failed: {snap}");
+        spectators.push(ws);
+    }
+    let mut probe = player(url, &tokens, format!("{name}-probe"), name, false).await?;
+    let probe_name = format!("{name}-probe");
+
+    let seq_key = format!("lb:{{{name}}}:seq");
+    let seq0: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
+    let cpu0 = cpu_s(pid)?;
+    let own0 = cpu_s(std::process::id())?;
+    let (rcpu0, calls0, usec0) = redis_stats(conn).await?;
+    let (der0, read0) = standings(port).await?;
+    let probes: Arc<Mutex<Vec<(i64, Instant)>>> = Arc::default();
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(a.seconds);
+
+    let spectator_tasks: Vec<_> = spectators
+        .into_iter()
+        .map(|mut ws| {
+            let (probes, stop, probe_name) = (probes.clone(), stop.clone(), probe_name.clone());
+            tokio::spawn(async move {
+                let mut seen = 0i64;
+                let mut lat = Vec::new();
+                let stopped = stop.notified();
+                tokio::pin!(stopped);
+                loop {
+                    let msg = tokio::select! {
+                        _ = &mut stopped => break,
+                        m = ws.next() => m,
+                    };
+                    let Some(Ok(Message::Text(t))) = msg else {
+                        if matches!(msg, Some(Ok(_))) {
+                            continue;
+                        }
+                        break;
+                    };
+                    let now = Instant::now();
+                    let Ok(v) = serde_json::from_str::<Value>(&t) else {
+                        continue;
+                    };
+                    let probe_score = v["entries"]
+                        .as_array()
+                        .and_then(|es| es.iter().find(|e| e["player"] == probe_name.as_str()))
+                        .and_then(|e| e["score"].as_i64());
+                    if let Some(s) = probe_score.filter(|s| *s > seen) {
+                        // unwrap: the lock is never held across a panic.
+                        let sent = probes.lock().unwrap();
+                        lat.extend(
+                            sent.iter()
+                                .filter(|(score, _)| *score > seen && *score <= s)
+                                .map(|(_, t)| now.duration_since(*t).as_micros() as u64),
+                        );
+                        seen = s;
+                    }
+                }
+                lat
+            })
+        })
+        .collect();
+    let player_tasks: Vec<_> = players
+        .into_iter()
+        .enumerate()
+        .map(|(i, ws)| tokio::spawn(play(ws, i, name, deadline)))
+        .collect();
+    let mut k = 0i64;
+    while Instant::now() < deadline {
+        k += 1;
+        let id = format!("probe-{k}");
+        // unwrap: the lock is never held across a panic.
+        probes
+            .lock()
+            .unwrap()
+            .push((k * PROBE_POINTS, Instant::now()));
+        send(
+            &mut probe,
+            json!({"type": "submit", "id": id, "board": name, "points": PROBE_POINTS}),
+        )
+        .await?;
+        loop {
+            let v = next_json(&mut probe).await?;
+            if v["id"] == id.as_str() {
+                break;
+            }
+        }
+        tokio::time::sleep(PROBE_EVERY).await;
+    }
+    let (mut acks, mut pushes, mut me_lat) = (Vec::new(), 0u64, Vec::new());
+    for t in player_tasks {
+        let (a, p, m) = t.await??;
+        acks.extend(a);
+        pushes += p;
+        me_lat.extend(m);
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu1 = cpu_s(pid)?;
+    let own1 = cpu_s(std::process::id())?;
+    let (rcpu1, calls1, usec1) = redis_stats(conn).await?;
+    let (der1, read1) = standings(port).await?;
+    let seq1: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
+    tokio::time::sleep(SETTLE).await;
+    stop.notify_waiters();
+    let mut top = Vec::new();
+    for t in spectator_tasks {
+        top.extend(t.await?);
+    }
+    acks.sort_unstable();
+    top.sort_unstable();
+    me_lat.sort_unstable();
+    Ok(Run {
+        name,
+        seconds,
+        submissions: acks.len() as u64,
+        ack_p99_ms: percentile(&acks, 0.99) / 1000.0,
+        top_p99_ms: percentile(&top, 0.99) / 1000.0,
+        me_p99_ms: percentile(&me_lat, 0.99) / 1000.0,
+        me_pushes: pushes,
+        server_cpu_s: cpu1 - cpu0,
+        loadgen_cpu_s: own1 - own0,
+        redis_cpu_s: rcpu1 - rcpu0,
+        evalsha_calls: calls1 - calls0,
+        evalsha_usec: usec1 - usec0,
+        derived: der1 - der0,
+        read: read1 - read0,
+        batches: seq1.unwrap_or(0) - seq0.unwrap_or(0),
+    })
+}
+
+async fn bench(a: Args) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("scorecast-loadgen-views-{}", std::process::id()));
+    let redis = RedisProcess::start(&dir, false)?;
+    let (server, port) = start_server(&redis.url())?;
+    let pid = server.0.id();
+    let url = format!("ws://127.0.0.1:{port}/ws");
+    let client = redis::Client::open(redis.url())?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "live ranks: {} players (1 submission in flight each), {} top-10 spectators, {} s per run; {cores} cores, loadavg {}",
+        a.players,
+        a.spectators,
+        a.seconds,
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    let (plain, views) = if a.views_first {
+        let views = run("views", &a, &url, port, pid, &mut conn).await?;
+        (run("plain", &a, &url, port, pid, &mut conn).await?, views)
+    } else {
+        let plain = run("plain", &a, &url, port, pid, &mut conn).await?;
+        (plain, run("views", &a, &url, port, pid, &mut conn).await?)
+    };
+    println!(
+        "{:<6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8}",
+        "run",
+        "subs/s",
+        "ack p99",
+        "top p99",
+        "me p99",
+        "me push/s",
+        "srv cpu",
+        "µs/push",
+        "redis",
+        "evalsha",
+        "derived",
+        "read",
+        "lg cpu"
+    );
+    for r in [&plain, &views] {
+        let rate = r.submissions as f64 / r.seconds;
+        let us_per_push = if r.me_pushes > 0 {
+            r.server_cpu_s * 1e6 / r.me_pushes as f64
+        } else {
+            f64::NAN
+        };
+        println!(
+            "{:<6} {:>9.0} {:>7.1}ms {:>7.1}ms {:>7.1}ms {:>10.0} {:>8.2}s {:>9.1} {:>7.2}s {:>8.2}s {:>9} {:>9} {:>7.2}s",
+            r.name,
+            rate,
+            r.ack_p99_ms,
+            r.top_p99_ms,
+            r.me_p99_ms,
+            r.me_pushes as f64 / r.seconds,
+            r.server_cpu_s,
+            us_per_push,
+            r.redis_cpu_s,
+            r.evalsha_usec as f64 / 1e6,
+            r.derived,
+            r.read,
+            r.loadgen_cpu_s,
+        );
+    }
+    let ratio =
+        (views.submissions as f64 / views.seconds) / (plain.submissions as f64 / plain.seconds);
+    println!("submissions/s with me views / without: {ratio:.2} (target ≥ 0.80)");
+    for r in [&plain, &views] {
+        // INFO commandstats cannot tell the scripts apart (both are EVALSHA): the calls beyond
+        // the submission batches are view reads (top reads, and `me` bulk reads if any).
+        let reads = r.evalsha_calls.saturating_sub(r.batches);
+        println!(
+            "{}: Redis script time {:.0} µs/s over {} EVALSHA calls; {} submission batches, {} view-read calls ({:.1}/s); `me` standings read {}, derived {}",
+            r.name,
+            r.evalsha_usec as f64 / r.seconds,
+            r.evalsha_calls,
+            r.batches,
+            reads,
+            reads as f64 / r.seconds,
+            r.read,
+            r.derived,
+        );
+    }
+    println!(
+        "server CPU per delivered me push (views run, all server work included): {:.1} µs",
+        views.server_cpu_s * 1e6 / views.me_pushes.max(1) as f64
+    );
+    drop(server);
+    drop(redis);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
