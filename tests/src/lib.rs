@@ -18,6 +18,7 @@ use scorecast_shared::Id;
 use serde_json::{json, Value};
 
 pub mod cluster;
+pub mod load;
 pub mod process;
 pub mod test_redis;
 pub mod ws;

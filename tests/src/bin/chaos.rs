@@ -28,14 +28,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use futures_util::{SinkExt, StreamExt};
 use scorecast_server::auth::{Secret, Tokens};
 use scorecast_server::config::Settings;
 use scorecast_server::embedded::{free_port, RedisProcess};
 use scorecast_server::startup::Application;
 use scorecast_shared::Id;
+use scorecast_tests::load::{next_json, percentile, rss_bytes, send, Ws};
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::Message;
 
 const TOKEN_SECRET: &str = "chaos-token-secret-0123456789abcdef0123456789";
 const ADMIN_TOKEN: &str = "chaos-admin-token-0123456789abcdef01234567890";
@@ -313,29 +312,6 @@ impl Errors {
         self.first.get_or_insert(at_ms);
         self.last = Some(at_ms);
     }
-}
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn next_json(ws: &mut Ws, within: Duration) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        match tokio::time::timeout_at(deadline, ws.next())
-            .await
-            .context("no message within the wait")?
-        {
-            Some(Ok(Message::Text(t))) => return Ok(serde_json::from_str(&t)?),
-            Some(Ok(Message::Close(f))) => bail!("closed by the server: {f:?}"),
-            Some(Ok(_)) => {}
-            Some(Err(e)) => return Err(e.into()),
-            None => bail!("connection ended"),
-        }
-    }
-}
-
-async fn send(ws: &mut Ws, v: Value) -> anyhow::Result<()> {
-    Ok(ws.send(Message::text(v.to_string())).await?)
 }
 
 async fn player_session(url: &str, token: &str) -> anyhow::Result<Ws> {
@@ -664,17 +640,6 @@ struct StalledFigures {
     still_open: usize,
 }
 
-fn rss_bytes(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// The kernel's TCP memory (all sockets), from `/proc/net/sockstat` (`mem` is in pages).
 fn tcp_mem_bytes() -> u64 {
     std::fs::read_to_string("/proc/net/sockstat")
@@ -715,13 +680,6 @@ fn established_on(port: u16) -> usize {
     n
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize] as f64
-}
-
 async fn stalled_spectators(a: &Args) -> anyhow::Result<StalledFigures> {
     let redis = RedisProcess::start(&scratch("stalled"), false)?;
     let server = Server::start(free_port()?, &redis.url())?;
@@ -744,7 +702,7 @@ async fn stalled_spectators(a: &Args) -> anyhow::Result<StalledFigures> {
         .send()
         .await?;
     }
-    let rss_idle = rss_bytes(server.pid());
+    let rss_idle = rss_bytes(server.pid()).unwrap_or(0);
 
     // The stalled ones: subscribe over a 4 KiB receive buffer, then never read again.
     let mut stalled = Vec::with_capacity(a.stalled);
@@ -842,7 +800,7 @@ async fn stalled_spectators(a: &Args) -> anyhow::Result<StalledFigures> {
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        rss_peak = rss_peak.max(rss_bytes(server.pid()));
+        rss_peak = rss_peak.max(rss_bytes(server.pid()).unwrap_or(0));
         tcp_mem_peak = tcp_mem_peak.max(tcp_mem_bytes());
         if gone_after.is_none() && established_on(server.port) <= 10 + 20 + 1 {
             gone_after = Some(stalled_at.elapsed().as_secs_f64());

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use scorecast_server::auth::{Secret, Tokens};
 use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
@@ -40,6 +40,7 @@ use scorecast_server::embedded::{free_port, RedisProcess};
 use scorecast_server::startup::Application;
 use scorecast_server::store::{Store, Submission};
 use scorecast_shared::{BoardConfig, Id};
+use scorecast_tests::load::{cpu_seconds, next_json, percentile, rss_bytes, send, ChildGuard, Ws};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -200,9 +201,6 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
     app.run_until_stopped().await
 }
 
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// Which server a round measures.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Target {
@@ -223,76 +221,24 @@ impl Target {
 async fn connect(url: &str, target: Target) -> anyhow::Result<Ws> {
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
     if target == Target::Scorecast {
-        let w = next_json(&mut ws).await?;
+        let w = next_json(&mut ws, WAIT).await?;
         anyhow::ensure!(w["type"] == "welcome", "expected welcome, got {w}");
     }
     Ok(ws)
-}
-
-async fn next_json(ws: &mut Ws) -> anyhow::Result<Value> {
-    loop {
-        match tokio::time::timeout(WAIT, ws.next())
-            .await
-            .context("no message within the wait")?
-        {
-            Some(Ok(Message::Text(t))) => return Ok(serde_json::from_str(&t)?),
-            Some(Ok(Message::Close(f))) => bail!("closed by the server: {f:?}"),
-            Some(Ok(_)) => {}
-            Some(Err(e)) => return Err(e.into()),
-            None => bail!("connection ended"),
-        }
-    }
-}
-
-async fn send(ws: &mut Ws, v: Value) -> anyhow::Result<()> {
-    Ok(ws.send(Message::text(v.to_string())).await?)
 }
 
 async fn player(url: &str, target: Target, tokens: &Tokens, name: &str) -> anyhow::Result<Ws> {
     let mut ws = connect(url, target).await?;
     let token = tokens.issue(&Id::parse(name)?, None, 3600);
     send(&mut ws, json!({"type": "hello", "token": token})).await?;
-    let w = next_json(&mut ws).await?;
+    let w = next_json(&mut ws, WAIT).await?;
     anyhow::ensure!(w["type"] == "welcome", "hello failed: {w}");
     Ok(ws)
 }
 
-/// The server's resident memory, from `/proc/<pid>/status`.
-fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .context("no VmRSS")?;
-    let kb: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .context("VmRSS value")?
-        .parse()?;
-    Ok(kb * 1024)
-}
-
-/// CPU time (user + system, every thread) of a process so far, in µs, from `/proc/<pid>/stat`.
+/// CPU time (user + system, every thread) of a process so far, in µs.
 fn cpu_us(pid: u32) -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The command name may hold spaces: the fields that follow start after its ')'.
-    let rest = stat.rsplit_once(')').context("/proc stat")?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line, 12th and 13th after the ')'.
-    let ticks: u64 =
-        f.get(11).context("utime")?.parse::<u64>()? + f.get(12).context("stime")?.parse::<u64>()?;
-    Ok(ticks as f64 * 1e6 / CLK_TCK)
-}
-
-/// `sysconf(_SC_CLK_TCK)`: USER_HZ, 100 on every Linux architecture Scorecast targets.
-const CLK_TCK: f64 = 100.0;
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i] as f64
+    Ok(cpu_seconds(pid)? * 1e6)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -306,16 +252,6 @@ fn median(mut v: Vec<f64>) -> f64 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// Kills a server child when the round ends, however it ends.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -485,7 +421,7 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
             json!({"type": "subscribe", "board": BOARD, "view": "top", "limit": 10}),
         )
         .await?;
-        let snap = next_json(&mut ws).await?;
+        let snap = next_json(&mut ws, WAIT).await?;
         anyhow::ensure!(snap["type"] == "top", "subscribe failed: {snap}");
         spectators.push(ws);
     }
@@ -496,7 +432,7 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
         json!({"type": "submit", "id": "probe-0", "board": BOARD, "points": 0}),
     )
     .await?;
-    next_json(&mut probe).await?;
+    next_json(&mut probe, WAIT).await?;
 
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
@@ -577,7 +513,7 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
                     if sent.is_empty() {
                         break;
                     }
-                    let v = next_json(&mut ws).await?;
+                    let v = next_json(&mut ws, WAIT).await?;
                     let Some(t) = v["id"].as_str().and_then(|id| sent.remove(id)) else {
                         continue;
                     };
@@ -605,7 +541,7 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
         )
         .await?;
         loop {
-            let v = next_json(&mut probe).await?;
+            let v = next_json(&mut probe, WAIT).await?;
             if v["id"] == id.as_str() {
                 break;
             }

@@ -19,17 +19,18 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use scorecast_server::auth::{Secret, Tokens};
 use scorecast_server::config::Settings;
 use scorecast_server::embedded::RedisProcess;
 use scorecast_server::startup::Application;
 use scorecast_shared::{BoardConfig, Id};
+use scorecast_tests::load::{cpu_seconds, next_json, percentile, send, ChildGuard, Ws};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -43,8 +44,6 @@ const CONNECT_BATCH: usize = 200;
 const SETTLE: Duration = Duration::from_millis(500);
 /// A message the load generator waits for (a stuck server fails the run instead of hanging).
 const WAIT: Duration = Duration::from_secs(20);
-/// Clock ticks per second of `/proc/<pid>/stat` (`CLK_TCK`, 100 on Linux).
-const CLK_TCK: f64 = 100.0;
 
 struct Args {
     players: usize,
@@ -125,33 +124,11 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
     app.run_until_stopped().await
 }
 
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 async fn connect(url: &str) -> anyhow::Result<Ws> {
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
-    let w = next_json(&mut ws).await?;
+    let w = next_json(&mut ws, WAIT).await?;
     anyhow::ensure!(w["type"] == "welcome", "expected welcome, got {w}");
     Ok(ws)
-}
-
-async fn next_json(ws: &mut Ws) -> anyhow::Result<Value> {
-    loop {
-        match tokio::time::timeout(WAIT, ws.next())
-            .await
-            .context("no message within the wait")?
-        {
-            Some(Ok(Message::Text(t))) => return Ok(serde_json::from_str(&t)?),
-            Some(Ok(Message::Close(f))) => bail!("closed by the server: {f:?}"),
-            Some(Ok(_)) => {}
-            Some(Err(e)) => return Err(e.into()),
-            None => bail!("connection ended"),
-        }
-    }
-}
-
-async fn send(ws: &mut Ws, v: Value) -> anyhow::Result<()> {
-    Ok(ws.send(Message::text(v.to_string())).await?)
 }
 
 /// A player past `hello`, watching its own `me` on `board` when `me` is set.
@@ -165,7 +142,7 @@ async fn player(
     let mut ws = connect(url).await?;
     let token = tokens.issue(&Id::parse(&name)?, None, 3600);
     send(&mut ws, json!({"type": "hello", "token": token})).await?;
-    let w = next_json(&mut ws).await?;
+    let w = next_json(&mut ws, WAIT).await?;
     anyhow::ensure!(w["type"] == "welcome", "hello failed: {w}");
     if me {
         send(
@@ -173,28 +150,10 @@ async fn player(
             json!({"type": "subscribe", "board": board, "view": "me"}),
         )
         .await?;
-        let s = next_json(&mut ws).await?;
+        let s = next_json(&mut ws, WAIT).await?;
         anyhow::ensure!(s["type"] == "rank", "subscribe failed: {s}");
     }
     Ok(ws)
-}
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i] as f64
-}
-
-/// Kills the server child when the run ends, however it ends.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn start_server(redis_url: &str) -> anyhow::Result<(ChildGuard, u16)> {
@@ -215,17 +174,6 @@ fn start_server(redis_url: &str) -> anyhow::Result<(ChildGuard, u16)> {
         .with_context(|| format!("server said {line:?}"))?
         .parse()?;
     Ok((guard, port))
-}
-
-/// The server's CPU seconds so far (user + system), from `/proc/<pid>/stat`.
-fn cpu_s(pid: u32) -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command name (which ends with the last ')'): utime is the 12th, stime
-    // the 13th.
-    let rest = stat.rsplit_once(')').context("stat format")?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f[11].parse::<f64>()? + f[12].parse::<f64>()?;
-    Ok(ticks / CLK_TCK)
 }
 
 /// Redis's CPU seconds and the `EVALSHA` calls and µs so far (INFO).
@@ -316,7 +264,7 @@ async fn play(
         )
         .await?;
         loop {
-            let v = next_json(&mut ws).await?;
+            let v = next_json(&mut ws, WAIT).await?;
             let now = Instant::now();
             if v["type"] == "rank" {
                 pushes += 1;
@@ -377,7 +325,7 @@ async fn run(
             json!({"type": "subscribe", "board": name, "view": "top", "limit": 10}),
         )
         .await?;
-        let snap = next_json(&mut ws).await?;
+        let snap = next_json(&mut ws, WAIT).await?;
         anyhow::ensure!(snap["type"] == "top", "subscribe failed: {snap}");
         spectators.push(ws);
     }
@@ -386,8 +334,8 @@ async fn run(
 
     let seq_key = format!("lb:{{{name}}}:seq");
     let seq0: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
-    let cpu0 = cpu_s(pid)?;
-    let own0 = cpu_s(std::process::id())?;
+    let cpu0 = cpu_seconds(pid)?;
+    let own0 = cpu_seconds(std::process::id())?;
     let (rcpu0, calls0, usec0) = redis_stats(conn).await?;
     let (der0, read0) = standings(port).await?;
     let probes: Arc<Mutex<Vec<(i64, Instant)>>> = Arc::default();
@@ -458,7 +406,7 @@ async fn run(
         )
         .await?;
         loop {
-            let v = next_json(&mut probe).await?;
+            let v = next_json(&mut probe, WAIT).await?;
             if v["id"] == id.as_str() {
                 break;
             }
@@ -473,8 +421,8 @@ async fn run(
         me_lat.extend(m);
     }
     let seconds = start.elapsed().as_secs_f64();
-    let cpu1 = cpu_s(pid)?;
-    let own1 = cpu_s(std::process::id())?;
+    let cpu1 = cpu_seconds(pid)?;
+    let own1 = cpu_seconds(std::process::id())?;
     let (rcpu1, calls1, usec1) = redis_stats(conn).await?;
     let (der1, read1) = standings(port).await?;
     let seq1: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;

@@ -1,0 +1,83 @@
+//! What the load tools (`loadgen`, `loadgen_views`, `chaos`) share: a WebSocket client's
+//! basics, process figures from `/proc`, and percentiles.
+
+use std::process::Child;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+
+pub type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The next JSON message within `within` (pings and pongs skipped); an error on a close, the
+/// end of the connection or the time running out.
+pub async fn next_json(ws: &mut Ws, within: Duration) -> anyhow::Result<Value> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next())
+            .await
+            .context("no message within the wait")?
+        {
+            Some(Ok(Message::Text(t))) => return Ok(serde_json::from_str(&t)?),
+            Some(Ok(Message::Close(f))) => bail!("closed by the server: {f:?}"),
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(e.into()),
+            None => bail!("connection ended"),
+        }
+    }
+}
+
+pub async fn send(ws: &mut Ws, v: Value) -> anyhow::Result<()> {
+    Ok(ws.send(Message::text(v.to_string())).await?)
+}
+
+/// A process's resident memory, from `/proc/<pid>/status`.
+pub fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .context("no VmRSS")?;
+    let kb: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .context("VmRSS value")?
+        .parse()?;
+    Ok(kb * 1024)
+}
+
+/// `sysconf(_SC_CLK_TCK)`: USER_HZ, 100 on every Linux architecture Scorecast targets.
+const CLK_TCK: f64 = 100.0;
+
+/// CPU seconds (user + system, every thread) of a process so far, from `/proc/<pid>/stat`.
+pub fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name may hold spaces: the fields that follow start after its last ')';
+    // utime and stime are then the 12th and 13th.
+    let rest = stat.rsplit_once(')').context("/proc stat")?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 =
+        f.get(11).context("utime")?.parse::<u64>()? + f.get(12).context("stime")?.parse::<u64>()?;
+    Ok(ticks as f64 / CLK_TCK)
+}
+
+/// The `p` quantile (0..=1) of sorted samples, NaN when there are none.
+pub fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize] as f64
+}
+
+/// Kills a child process when dropped, however the run ends.
+pub struct ChildGuard(pub Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
