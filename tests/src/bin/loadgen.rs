@@ -157,6 +157,14 @@ impl Args {
     }
 }
 
+/// The bench board: a load test, so no submit limit (boards get one by default).
+fn unlimited() -> BoardConfig {
+    BoardConfig {
+        submit_limit: None,
+        ..BoardConfig::default()
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().map(String::as_str) == Some("--serve") {
@@ -187,14 +195,7 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
         },
         ..Settings::default()
     };
-    // A load test: no submit limit.
-    settings.boards.insert(
-        BOARD.into(),
-        BoardConfig {
-            submit_limit: None,
-            ..BoardConfig::default()
-        },
-    );
+    settings.boards.insert(BOARD.into(), unlimited());
     let app = Application::build(settings).await?;
     println!("PORT {}", app.port());
     std::io::stdout().flush()?;
@@ -743,7 +744,7 @@ async fn dedup_memory(a: &Args) -> anyhow::Result<()> {
         Clock::Redis,
     );
     let board = Id::parse(BOARD)?;
-    store.put_board(&board, &BoardConfig::default()).await?;
+    store.put_board(&board, &unlimited()).await?;
     let mut conn = redis::Client::open(redis.url())?
         .get_multiplexed_async_connection()
         .await?;
@@ -807,7 +808,7 @@ async fn redis_benchmark(a: &Args) -> anyhow::Result<()> {
         Clock::Redis,
     );
     store
-        .put_board(&Id::parse(BOARD)?, &BoardConfig::default())
+        .put_board(&Id::parse(BOARD)?, &unlimited())
         .await?;
     let client = redis::Client::open(redis.url())?;
     let mut conn = client.get_multiplexed_async_connection().await?;
