@@ -807,9 +807,7 @@ async fn redis_benchmark(a: &Args) -> anyhow::Result<()> {
         scorecast_server::startup::connect(&redis.url()).await?,
         Clock::Redis,
     );
-    store
-        .put_board(&Id::parse(BOARD)?, &unlimited())
-        .await?;
+    store.put_board(&Id::parse(BOARD)?, &unlimited()).await?;
     let client = redis::Client::open(redis.url())?;
     let mut conn = client.get_multiplexed_async_connection().await?;
     let sha: String = scorecast_server::scripts::SUBMIT
