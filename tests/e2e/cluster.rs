@@ -274,7 +274,8 @@ async fn a_master_failover_mid_load_counts_once_and_resyncs_views() {
     let board = "busy";
     let master = cluster.owner_of(&format!("lb:{{{board}}}:config")).await;
     let a = Arc::new(ClusterApp::start(&cluster, |_| {}).await);
-    // Instance B's pub/sub connection goes to the doomed master first.
+    // Instance B's plain pub/sub connection (notify) goes to the doomed master first; its sharded
+    // subscription of the board is there too (the master owning the board's slot).
     let b = ClusterApp::start_on(&cluster.url_first(master), |_| {}).await;
     a.board(board, json!({})).await;
     let mut viewer = WsClient::connect(&b.ws_url()).await;

@@ -142,9 +142,14 @@ async fn a_shard_failover_moves_the_subscription_and_resyncs_the_view() {
     wait_sharded(master, &channel, 1).await;
 
     cluster.node(master).kill();
+    let killed_at = std::time::Instant::now();
     let resync = viewer
         .recv_until(MOVE_WITHIN, |v| v["type"] == "top" && v["resync"] == true)
         .await;
+    println!(
+        "shard failover: the view resynced {:.1} s after the master was killed",
+        killed_at.elapsed().as_secs_f64()
+    );
     assert_eq!(score_of(&resync, "p1"), Some(1), "{resync}");
     cluster.wait_ok().await;
     assert_eq!(
@@ -225,6 +230,7 @@ async fn a_slot_move_moves_the_subscription_and_resyncs_the_view() {
         .await
         .unwrap();
     setslot(to, "NODE", to_id.clone()).await;
+    let moved_at = std::time::Instant::now();
     setslot(from, "NODE", to_id.clone()).await;
     for m in cluster.masters().await {
         if m != to && m != from {
@@ -235,6 +241,10 @@ async fn a_slot_move_moves_the_subscription_and_resyncs_the_view() {
     viewer
         .recv_until(MOVE_WITHIN, |v| v["type"] == "top" && v["resync"] == true)
         .await;
+    println!(
+        "slot move: the view resynced {} ms after the old master gave up the slot",
+        moved_at.elapsed().as_millis()
+    );
     wait_sharded(to, &channel, 1).await;
     app.score(&board, "p2", 2).await;
     viewer
