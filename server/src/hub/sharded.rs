@@ -231,11 +231,19 @@ impl Shards {
         }
         let mut complete = !self.slots_stale;
         for (addr, channels) in by_node {
-            if let Err(e) = self.subscribe(&addr, &channels).await {
-                tracing::debug!(node = addr, error = %e, "SSUBSCRIBE failed");
-                self.node_lost(&addr);
-                self.slots_stale = true;
-                complete = false;
+            match self.subscribe(&addr, &channels).await {
+                Ok(true) => {}
+                // Some were redirected (MOVED: the slot map is behind): read it again.
+                Ok(false) => {
+                    self.slots_stale = true;
+                    complete = false;
+                }
+                Err(e) => {
+                    tracing::debug!(node = addr, error = %e, "SSUBSCRIBE failed");
+                    self.node_lost(&addr);
+                    self.slots_stale = true;
+                    complete = false;
+                }
             }
         }
         complete
@@ -264,8 +272,9 @@ impl Shards {
         }
     }
 
-    /// `SSUBSCRIBE`s `channels` on `addr` (connecting first if needed).
-    async fn subscribe(&mut self, addr: &str, channels: &[String]) -> anyhow::Result<()> {
+    /// `SSUBSCRIBE`s `channels` on `addr` (connecting first if needed). False when the node
+    /// refused some (another node owns their slot); an error when the connection failed.
+    async fn subscribe(&mut self, addr: &str, channels: &[String]) -> anyhow::Result<bool> {
         if !self.nodes.contains_key(addr) {
             let generation = self.next_generation;
             self.next_generation += 1;
@@ -282,16 +291,23 @@ impl Shards {
         let node = self.nodes.get_mut(addr).expect("connected above");
         // One command per channel: each is answered by exactly one confirmation.
         let mut pipe = redis::pipe();
+        pipe.ignore_errors();
         for c in channels {
             pipe.cmd("SSUBSCRIBE").arg(c);
         }
-        let replies: Vec<Value> =
+        let replies: Vec<redis::RedisResult<Value>> =
             tokio::time::timeout(COMMAND_TIMEOUT, pipe.query_async(&mut node.conn)).await??;
-        if let Some(e) = replies.iter().find_map(|v| v.clone().extract_error().err()) {
-            return Err(e.into());
+        if replies.len() != channels.len() {
+            anyhow::bail!("{} replies to {} SSUBSCRIBE", replies.len(), channels.len());
         }
+        let mut all = true;
         let mut st = self.inner.lock();
-        for c in channels {
+        for (c, reply) in channels.iter().zip(replies) {
+            if let Err(e) = reply {
+                tracing::debug!(node = addr, channel = c, error = %e, "SSUBSCRIBE refused");
+                all = false;
+                continue;
+            }
             node.channels.insert(c.clone());
             self.owner.insert(c.clone(), addr.to_owned());
             st.confirmed.insert(c.clone());
@@ -308,7 +324,7 @@ impl Shards {
         }
         drop(st);
         self.inner.confirmed_changed.notify_waiters();
-        Ok(())
+        Ok(all)
     }
 
     async fn connect(&self, addr: &str, generation: u64) -> anyhow::Result<MultiplexedConnection> {
