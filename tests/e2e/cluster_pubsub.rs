@@ -140,6 +140,24 @@ async fn a_shard_failover_moves_the_subscription_and_resyncs_the_view() {
         .recv_until(PUSH_WITHIN, |v| score_of(v, "p1") == Some(1))
         .await;
     wait_sharded(master, &channel, 1).await;
+    // Replication is asynchronous (what a failover loses is measured in cluster.rs): here the
+    // replica first catches up, so the board is there after the failover.
+    let offset = |port: u16, field: &'static str| async move {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut on(port).await)
+            .await
+            .unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let written = offset(master, "master_repl_offset:").await;
+    wait_for("the replica caught up", || async {
+        offset(replica, "slave_repl_offset:").await >= written
+    })
+    .await;
 
     cluster.node(master).kill();
     let killed_at = std::time::Instant::now();

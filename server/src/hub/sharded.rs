@@ -16,6 +16,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::Inner;
 use crate::keys::{self, Channel};
@@ -75,24 +76,26 @@ pub(super) async fn run(inner: Arc<Inner>, url_prefix: String) {
     ping.tick().await;
     let mut backoff = BACKOFF_MIN;
     let mut dirty = true;
+    // After a failed sync, no new attempt before this (events keep flowing meanwhile).
+    let mut retry_at: Option<Instant> = None;
     loop {
         if *shutdown.borrow() {
             return;
         }
-        let mut retry = None;
-        if dirty {
+        if dirty && retry_at.is_none_or(|t| Instant::now() >= t) {
             if sh.sync().await {
                 dirty = false;
+                retry_at = None;
                 backoff = BACKOFF_MIN;
             } else {
-                retry = Some(backoff);
+                retry_at = Some(Instant::now() + backoff);
                 backoff = (backoff * 2).min(BACKOFF_MAX);
             }
         }
         let retry_after = async {
-            match retry {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
+            match retry_at {
+                Some(t) if dirty => tokio::time::sleep_until(t).await,
+                _ => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -205,6 +208,19 @@ impl Shards {
         if missing.is_empty() {
             return true;
         }
+        let complete = self.subscribe_missing(&missing).await;
+        // A channel not subscribed now is lost too: a view may have read its snapshot without
+        // waiting for it (the confirmation timed out), so its board resyncs once subscribed.
+        for c in missing {
+            if !self.owner.contains_key(&c) {
+                self.lost.insert(c);
+            }
+        }
+        complete
+    }
+
+    /// Subscribes `missing` where the slot map puts them; false when some are still missing.
+    async fn subscribe_missing(&mut self, missing: &[String]) -> bool {
         if self.slots_stale {
             match self.read_slots().await {
                 Ok(slots) => {
@@ -219,13 +235,13 @@ impl Shards {
         }
         let mut by_node: HashMap<String, Vec<String>> = HashMap::new();
         for c in missing {
-            let slot = keys::slot(&c);
+            let slot = keys::slot(c);
             match self
                 .slots
                 .iter()
                 .find(|(lo, hi, _)| (*lo..=*hi).contains(&slot))
             {
-                Some((_, _, addr)) => by_node.entry(addr.clone()).or_default().push(c),
+                Some((_, _, addr)) => by_node.entry(addr.clone()).or_default().push(c.clone()),
                 None => self.slots_stale = true,
             }
         }
