@@ -5,6 +5,11 @@
 -- below 2^53, so arithmetic is exact; they are printed with fmt() ('%.17g'), never with
 -- tostring or '..' (14 significant digits: corrupts packed scores above 1e14).
 
+-- How change events are published: plain PUBLISH on one Redis (any version); on a cluster
+-- server/src/scripts.rs swaps this line for SPUBLISH (the sharded channel of the board's slot,
+-- Redis >= 7), so only the node owning the slot and its replicas carry the event.
+local PUBLISH_CMD = 'PUBLISH'
+
 local function fmt(x)
   return string.format('%.17g', x)
 end
@@ -216,7 +221,7 @@ end
 -- `,"rollover":true` (the shape server/src/hub/events.rs reads).
 local function publish_change(prefix, board, season, body)
   local seq = redis.call('INCR', prefix .. 'seq')
-  redis.call('PUBLISH', 'ev:{' .. board .. '}',
+  redis.call(PUBLISH_CMD, 'ev:{' .. board .. '}',
     '{"board":"' .. board .. '","season":"' .. season .. '","seq":' .. fmt(seq) .. body .. '}')
   return seq
 end

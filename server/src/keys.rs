@@ -63,6 +63,29 @@ impl<'a> Channel<'a> {
     }
 }
 
+/// The Redis Cluster hash slot of a key or sharded channel: CRC16 (XMODEM) of its hash tag
+/// (the text between the first `{` and the next `}`, when not empty) or of the whole name,
+/// modulo 16384.
+pub fn slot(name: &str) -> u16 {
+    let b = name.as_bytes();
+    let tagged = b.iter().position(|&c| c == b'{').and_then(|open| {
+        let close = b[open + 1..].iter().position(|&c| c == b'}')?;
+        (close > 0).then(|| &b[open + 1..open + 1 + close])
+    });
+    let mut crc: u16 = 0;
+    for &byte in tagged.unwrap_or(b) {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16384
+}
+
 /// Limiter state outside boards, e.g. public reads per client address.
 pub fn limiter(policy: &str, subject: &str) -> String {
     format!("rl:{{{policy}:{subject}}}")
@@ -104,6 +127,18 @@ mod tests {
         assert_eq!(seasons(&b), "lb:{game-2048}:seasons");
         assert_eq!(events(&b), "ev:{game-2048}");
         assert_eq!(limiter("read", "127.0.0.1"), "rl:{read:127.0.0.1}");
+    }
+
+    #[test]
+    fn slots_are_redis_cluster_slots() {
+        // Values from `CLUSTER KEYSLOT`.
+        assert_eq!(slot("foo"), 12182);
+        assert_eq!(slot("bar"), 5061);
+        assert_eq!(slot("123456789"), 0x31C3);
+        assert_eq!(slot("ev:{foo}"), 12182);
+        assert_eq!(slot("lb:{foo}:config"), 12182);
+        assert_eq!(slot("{}foo"), slot("{}foo"));
+        assert_ne!(slot("{}foo"), slot("foo"));
     }
 
     #[test]

@@ -1,34 +1,78 @@
 //! The Lua scripts in `lua/`, compiled in with `include_str!`. Scripts that need the shared
 //! helpers get `lua/lib.lua` prepended, so each still runs as one EVALSHA (loaded on first use
 //! by `redis::Script`).
+//!
+//! The scripts that publish a board's change event (`publish_change` in lib.lua) come in two
+//! sets of one Lua text: [`PLAIN`] (`PUBLISH`, one Redis of any version) and [`SHARDED`]
+//! (`SPUBLISH` on the board's slot, Redis Cluster ≥ 7); [`publishing`] picks the set of a
+//! connection.
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
+use crate::conn::RedisConn;
+
 const LIB: &str = include_str!("../../lua/lib.lua");
+
+/// The line of lib.lua that names the publishing command.
+const PUBLISH_LINE: &str = "local PUBLISH_CMD = 'PUBLISH'";
 
 fn with_lib(body: &str) -> Script {
     Script::new(&format!("{LIB}\n{body}"))
 }
 
-pub static SUBMIT: LazyLock<Script> =
-    LazyLock::new(|| with_lib(include_str!("../../lua/submit.lua")));
+/// lib.lua with `SPUBLISH` for `PUBLISH`, then `body`.
+fn with_sharded_lib(body: &str) -> Script {
+    assert!(
+        LIB.contains(PUBLISH_LINE),
+        "lib.lua names its publish command"
+    );
+    let lib = LIB.replacen(PUBLISH_LINE, "local PUBLISH_CMD = 'SPUBLISH'", 1);
+    Script::new(&format!("{lib}\n{body}"))
+}
+
+/// The scripts that publish change events.
+pub struct Publishing {
+    pub submit: Script,
+    pub ban: Script,
+    pub unban: Script,
+    pub rollover: Script,
+    pub season_event: Script,
+    pub remove: Script,
+}
+
+impl Publishing {
+    fn new(lib: fn(&str) -> Script) -> Publishing {
+        Publishing {
+            submit: lib(include_str!("../../lua/submit.lua")),
+            ban: lib(include_str!("../../lua/ban.lua")),
+            unban: lib(include_str!("../../lua/unban.lua")),
+            rollover: lib(include_str!("../../lua/rollover.lua")),
+            season_event: lib(include_str!("../../lua/season_event.lua")),
+            remove: lib(include_str!("../../lua/remove.lua")),
+        }
+    }
+}
+
+/// Publishing with `PUBLISH` (one Redis).
+pub static PLAIN: LazyLock<Publishing> = LazyLock::new(|| Publishing::new(with_lib));
+/// Publishing with `SPUBLISH` (a cluster: only the slot's shard carries the event).
+pub static SHARDED: LazyLock<Publishing> = LazyLock::new(|| Publishing::new(with_sharded_lib));
+
+/// The publishing scripts for what `conn` talks to.
+pub fn publishing(conn: &RedisConn) -> &'static Publishing {
+    match conn {
+        RedisConn::Single(_) => &PLAIN,
+        RedisConn::Cluster(_) => &SHARDED,
+    }
+}
 pub static READ: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/read.lua")));
 pub static SLIDING_LOG: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/ratelimit.lua")));
 pub static GCRA: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/gcra.lua")));
 pub static BOARD_PUT: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/board_put.lua")));
-pub static ROLLOVER: LazyLock<Script> =
-    LazyLock::new(|| with_lib(include_str!("../../lua/rollover.lua")));
-pub static SEASON_EVENT: LazyLock<Script> =
-    LazyLock::new(|| with_lib(include_str!("../../lua/season_event.lua")));
-pub static REMOVE: LazyLock<Script> =
-    LazyLock::new(|| with_lib(include_str!("../../lua/remove.lua")));
-pub static BAN: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/ban.lua")));
-pub static UNBAN: LazyLock<Script> =
-    LazyLock::new(|| with_lib(include_str!("../../lua/unban.lua")));
 pub static BAN_INDEX: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
 pub static BOARD_DELETE: LazyLock<Script> =

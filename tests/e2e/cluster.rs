@@ -274,9 +274,13 @@ async fn a_master_failover_mid_load_counts_once_and_resyncs_views() {
     let board = "busy";
     let master = cluster.owner_of(&format!("lb:{{{board}}}:config")).await;
     let a = Arc::new(ClusterApp::start(&cluster, |_| {}).await);
-    // Instance B's pub/sub connection goes to the doomed master first.
+    // Instance B's plain pub/sub connection (notify) goes to the doomed master first; its sharded
+    // subscription of the board is there too (the master owning the board's slot).
     let b = ClusterApp::start_on(&cluster.url_first(master), |_| {}).await;
     a.board(board, json!({})).await;
+    // The board itself is on the replica before the load starts (what this test measures is
+    // the loss of acknowledged submissions, not of a config written just before the kill).
+    cluster.wait_replica_caught_up(master).await;
     let mut viewer = WsClient::connect(&b.ws_url()).await;
     assert_eq!(
         viewer.subscribe(board, "top", json!({})).await["type"],
@@ -564,7 +568,7 @@ async fn seasons_log_removal_and_revocation_work_on_the_cluster() {
     let refusal = loop {
         n += 1;
         let v = alice.submit(&format!("r-{n}"), "s", 1).await;
-        if v["type"] == "rejected" {
+        if v["type"] == "rejected" && v["code"] != "rate_limited" {
             break v;
         }
         assert!(

@@ -2,6 +2,7 @@
 
 mod boards;
 mod cluster;
+mod cluster_pubsub;
 mod hardening;
 mod live_ranks;
 mod moderation;

@@ -256,6 +256,31 @@ impl Cluster {
             .expect("the master has a replica")
     }
 
+    /// Waits until the replica of the master on `port` holds everything the master had written
+    /// when this was called (replication offsets, bounded by [`crate::EVENTUALLY`]).
+    pub async fn wait_replica_caught_up(&self, port: u16) {
+        let replica = self.replica_of(port).await;
+        let offset = |port: u16, field: &'static str| async move {
+            let n = self.nodes.iter().find(|n| n.port == port).expect("node");
+            let info: String = query(n, redis::cmd("INFO").arg("replication"))
+                .await
+                .expect("INFO replication");
+            info.lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let written = offset(port, "master_repl_offset:").await;
+        let deadline = std::time::Instant::now() + crate::EVENTUALLY;
+        while offset(replica, "slave_repl_offset:").await < written {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the replica of {port} did not catch up"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// Ports of the masters that own slots.
     pub async fn masters(&self) -> Vec<u16> {
         let mut ports = Vec::new();

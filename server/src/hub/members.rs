@@ -117,7 +117,7 @@ impl Member {
         let first = set.is_empty();
         set.insert(self.id);
         if first {
-            inner.channels_changed.notify_one();
+            inner.wake_subscribers();
         }
     }
 
@@ -157,7 +157,7 @@ impl Drop for Member {
                 set.remove(&self.id);
                 if set.is_empty() {
                     st.players.remove(&player);
-                    inner.channels_changed.notify_one();
+                    inner.wake_subscribers();
                 }
             }
         }
@@ -186,7 +186,7 @@ impl Inner {
             if let Some(b) = st.boards.remove(board) {
                 b.wake.notify_one();
             }
-            self.channels_changed.notify_one();
+            self.wake_subscribers();
         }
     }
 }

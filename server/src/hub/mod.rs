@@ -11,6 +11,7 @@
 //! | `outbox.rs`    | a session's bounded outbound queue (the hub offers, the session writes)  |
 //! | `subscribe.rs` | a new view: register, wait for its channel, read and queue the snapshot  |
 //! | `pubsub.rs`    | the dedicated pub/sub connection and which channels it carries           |
+//! | `sharded.rs`   | on a cluster: board events on sharded channels, one connection per master |
 //! | `events.rs`    | what a board's change event makes dirty                                  |
 //! | `board.rs`     | one watched board's subscriptions and dirty state                        |
 //! | `derive.rs`    | `me` ranks derived from the change events, where exact (pure)            |
@@ -34,6 +35,7 @@ pub mod outbox;
 mod plan;
 mod pubsub;
 mod render;
+mod sharded;
 mod subscribe;
 mod worker;
 
@@ -69,10 +71,14 @@ struct Inner {
     /// cluster carries PUBLISH to every node, so any node will do; the next one is tried after
     /// a loss, e.g. when the node failed).
     clients: Vec<redis::Client>,
+    /// On a cluster, board events travel on sharded channels (`sharded.rs`) and the plain
+    /// pub/sub connection carries only `notify` channels.
+    sharded: bool,
     ws: WsSettings,
     max_conns_per_addr: u32,
-    /// Wakes the pub/sub task when the wanted channels changed.
+    /// Wake the pub/sub tasks (plain, sharded) when the wanted channels changed.
     channels_changed: Notify,
+    shards_changed: Notify,
     /// Wakes subscriptions waiting for their channel to be confirmed.
     confirmed_changed: Notify,
     shutdown: watch::Sender<bool>,
@@ -103,7 +109,8 @@ struct SessionEntry {
 impl Hub {
     /// Creates the hub and starts its pub/sub task (on the current Tokio runtime).
     pub fn start(redis_url: &str, store: Store, settings: &Settings) -> anyhow::Result<Hub> {
-        let clients = crate::conn::Target::parse(redis_url)?
+        let target = crate::conn::Target::parse(redis_url)?;
+        let clients = target
             .urls()
             .iter()
             .map(|u| redis::Client::open(u.as_str()))
@@ -114,9 +121,11 @@ impl Hub {
                 state: Mutex::new(State::default()),
                 store,
                 clients,
+                sharded: target.is_cluster(),
                 ws: settings.ws.clone(),
                 max_conns_per_addr: settings.max_conns_per_addr,
                 channels_changed: Notify::new(),
+                shards_changed: Notify::new(),
                 confirmed_changed: Notify::new(),
                 shutdown,
                 sessions_changed: Notify::new(),
@@ -125,6 +134,14 @@ impl Hub {
             }),
         };
         tokio::spawn(pubsub::run(hub.inner.clone()));
+        if let crate::conn::Target::Cluster(seeds) = &target {
+            // A node's URL: the seeds' scheme and credentials with that node's address.
+            let prefix = match seeds[0].rfind('@') {
+                Some(at) => seeds[0][..=at].to_owned(),
+                None => "redis://".to_owned(),
+            };
+            tokio::spawn(sharded::run(hub.inner.clone(), prefix));
+        }
         Ok(hub)
     }
 
@@ -180,5 +197,11 @@ impl Hub {
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         crate::sync::lock(&self.state)
+    }
+
+    /// The wanted channels changed: wakes the pub/sub tasks.
+    fn wake_subscribers(&self) {
+        self.channels_changed.notify_one();
+        self.shards_changed.notify_one();
     }
 }

@@ -1,7 +1,9 @@
 //! The hub's dedicated Redis pub/sub connection (never the shared multiplexed one): kept up,
 //! subscribed to exactly the wanted channels — `ev:{<board>}` of boards with local viewers,
 //! `notify:{<player>}` of players with a local session — and its messages handed to the board
-//! events and notify deliveries. When it comes back after a loss, every view is resynced.
+//! events and notify deliveries. When it comes back after a loss, every view is resynced. On a
+//! cluster it carries only the `notify` channels (plain PUBLISH reaches every node, so any node
+//! will do); board events travel on sharded channels (`sharded.rs`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -30,6 +32,8 @@ pub(super) async fn run(inner: Arc<Inner>) {
     let mut connected_before = false;
     // Which of `inner.clients` to try next: moves on after every failure or loss.
     let mut node = 0usize;
+    // Channels on the current connection.
+    let mut subscribed = HashSet::new();
     loop {
         if *shutdown.borrow() {
             return;
@@ -49,12 +53,11 @@ pub(super) async fn run(inner: Arc<Inner>) {
         };
         backoff = BACKOFF_MIN;
         let (mut sink, mut stream) = ps.split();
-        let mut subscribed = HashSet::new();
         if sync_channels(&inner, &mut sink, &mut subscribed)
             .await
             .is_ok()
         {
-            if connected_before {
+            if connected_before && !inner.sharded {
                 tracing::info!("pub/sub connection is back; resyncing every view");
                 crate::metrics::PUBSUB_RECONNECTS.inc();
                 inner.resync_all();
@@ -86,7 +89,12 @@ pub(super) async fn run(inner: Arc<Inner>) {
                 }
             }
         }
-        inner.lock().confirmed.clear();
+        {
+            let mut st = inner.lock();
+            for c in subscribed.drain() {
+                st.confirmed.remove(&c);
+            }
+        }
         node = node.wrapping_add(1);
         tracing::warn!("pub/sub connection lost; reconnecting");
         // Whatever happens next, the views missed events: resync them once connected again.
@@ -131,12 +139,13 @@ async fn sync_channels(
 }
 
 impl Inner {
-    /// The channels this instance needs.
+    /// The channels this instance needs here: on a cluster, only the `notify` ones.
     fn wanted_channels(&self) -> HashSet<String> {
         let st = self.lock();
-        st.boards
-            .keys()
-            .map(keys::events)
+        let boards = (!self.sharded).then(|| st.boards.keys().map(keys::events));
+        boards
+            .into_iter()
+            .flatten()
             .chain(st.players.keys().map(keys::notify))
             .collect()
     }

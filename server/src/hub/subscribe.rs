@@ -82,7 +82,7 @@ fn register(
             gen,
             wake.clone(),
         ));
-        inner.channels_changed.notify_one();
+        inner.wake_subscribers();
         Board::new(gen, wake)
     });
     b.subs

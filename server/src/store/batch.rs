@@ -140,7 +140,7 @@ async fn apply_batch(
     replica_wait: Option<(u32, u64)>,
 ) -> AppResult<Vec<AppResult<Accepted>>> {
     let config = keys::config(board);
-    let mut inv = scripts::SUBMIT.key(&config);
+    let mut inv = scripts::publishing(conn).submit.key(&config);
     inv.arg(clock.arg());
     for (s, _) in batch {
         let op = s.op.map(|op| match op {

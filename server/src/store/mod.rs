@@ -345,7 +345,8 @@ impl Store {
     /// Starts a named season on a `never` board. Returns (season, start_ms, previous season).
     pub async fn rollover(&self, board: &Id, season: &Id) -> AppResult<(String, i64, String)> {
         let mut c = self.conn.clone();
-        let reply: Value = scripts::ROLLOVER
+        let reply: Value = scripts::publishing(&c)
+            .rollover
             .key(keys::config(board))
             .arg(season.as_str())
             .arg(self.clock.arg())
@@ -364,7 +365,8 @@ impl Store {
     /// bumps `seq` and publishes a rollover event, so open views switch seasons.
     pub async fn announce_season(&self, board: &Id) -> AppResult<String> {
         let mut c = self.conn.clone();
-        let reply: Value = scripts::SEASON_EVENT
+        let reply: Value = scripts::publishing(&c)
+            .season_event
             .key(keys::config(board))
             .arg(self.clock.arg())
             .invoke_async(&mut c)
@@ -378,7 +380,8 @@ impl Store {
     /// Removes a player from the current season; false if they were not on it.
     pub async fn remove(&self, board: &Id, player: &Id) -> AppResult<bool> {
         let mut c = self.conn.clone();
-        let reply: Value = scripts::REMOVE
+        let reply: Value = scripts::publishing(&c)
+            .remove
             .key(keys::config(board))
             .arg(player.as_str())
             .arg(self.clock.arg())

@@ -55,7 +55,7 @@ impl Store {
     pub async fn ban_on(&self, board: &Id, ban: &Ban) -> AppResult<u64> {
         let record = serde_json::to_string(ban).map_err(|_| reply::bad("ban record"))?;
         let mut c = self.conn.clone();
-        let mut inv = scripts::BAN.key(keys::config(board));
+        let mut inv = scripts::publishing(&c).ban.key(keys::config(board));
         inv.arg(&ban.player)
             .arg(record)
             .arg(ban.reason.as_deref().unwrap_or(""))
@@ -71,7 +71,7 @@ impl Store {
     pub async fn unban_on(&self, board: &Id, player: &Id, lift: Lift) -> AppResult<bool> {
         let (why, until) = lift.args();
         let mut c = self.conn.clone();
-        let mut inv = scripts::UNBAN.key(keys::config(board));
+        let mut inv = scripts::publishing(&c).unban.key(keys::config(board));
         inv.arg(player.as_str())
             .arg(why)
             .arg(until)

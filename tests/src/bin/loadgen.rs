@@ -810,7 +810,8 @@ async fn redis_benchmark(a: &Args) -> anyhow::Result<()> {
     store.put_board(&Id::parse(BOARD)?, &unlimited()).await?;
     let client = redis::Client::open(redis.url())?;
     let mut conn = client.get_multiplexed_async_connection().await?;
-    let sha: String = scorecast_server::scripts::SUBMIT
+    let sha: String = scorecast_server::scripts::PLAIN
+        .submit
         .prepare_invoke()
         .load_async(&mut conn)
         .await?;
