@@ -89,6 +89,29 @@ pub enum Read<'a> {
 }
 
 /// Rows of a read: flat groups of five (player, points, rank, name, reached_ms).
+/// Field `i` of a script reply, an integer.
+fn int_at(r: &[Value], i: usize) -> AppResult<i64> {
+    r.get(i)
+        .and_then(reply::int)
+        .ok_or_else(|| reply::bad("read field"))
+}
+
+/// The head every `lua/read.lua` reply starts with — season, total, seq, the season's start —
+/// as a page with no entries yet.
+fn page_head(r: &[Value]) -> AppResult<Page> {
+    let season = r
+        .first()
+        .and_then(reply::text)
+        .ok_or_else(|| reply::bad("season"))?;
+    Ok(Page {
+        season,
+        total: int_at(r, 1)? as u64,
+        seq: int_at(r, 2)? as u64,
+        start_ms: int_at(r, 3)?,
+        entries: Vec::new(),
+    })
+}
+
 fn entries(fields: &[Value]) -> AppResult<Vec<Entry>> {
     fields
         .chunks_exact(5)
@@ -244,28 +267,13 @@ impl Store {
         }
         let reply: Value = crate::metrics::script("read", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
-        let n = |i: usize| {
-            r.get(i)
-                .and_then(reply::int)
-                .ok_or_else(|| reply::bad("read field"))
-        };
-        let season = r
-            .first()
-            .and_then(reply::text)
-            .ok_or_else(|| reply::bad("season"))?;
-        let (total, seq, start_ms) = (n(1)? as u64, n(2)? as u64, n(3)?);
-        let mut entries = entries(&r[4..])?;
+        let mut page = page_head(&r)?;
+        page.entries = entries(&r[4..])?;
         if matches!(what, Read::Players(_)) {
             // Friends are shown as a small leaderboard of their own.
-            entries.sort_by_key(|e| e.rank);
+            page.entries.sort_by_key(|e| e.rank);
         }
-        Ok(Page {
-            season,
-            start_ms,
-            total,
-            seq,
-            entries,
-        })
+        Ok(page)
     }
 
     /// Every `around` view of a flush in one `lua/read.lua` call (mode `arounds`): one page per
@@ -277,32 +285,20 @@ impl Store {
         for (p, r) in views {
             inv.arg(p.as_str()).arg(*r);
         }
-        let reply: Value = inv.invoke_async(&mut c).await?;
+        let reply: Value = crate::metrics::script("read", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
-        let n = |i: usize| {
-            r.get(i)
-                .and_then(reply::int)
-                .ok_or_else(|| reply::bad("read field"))
-        };
-        let season = r
-            .first()
-            .and_then(reply::text)
-            .ok_or_else(|| reply::bad("season"))?;
-        let (total, seq, start_ms) = (n(1)? as u64, n(2)? as u64, n(3)?);
+        let head = page_head(&r)?;
         let mut at = 4;
         let mut pages = Vec::with_capacity(views.len());
         for _ in views {
-            let rows = n(at)? as usize;
+            let rows = int_at(&r, at)? as usize;
             let end = at + 1 + rows * 5;
             let fields = r
                 .get(at + 1..end)
                 .ok_or_else(|| reply::bad("around rows"))?;
             pages.push(Page {
-                season: season.clone(),
-                start_ms,
-                total,
-                seq,
                 entries: entries(fields)?,
+                ..head.clone()
             });
             at = end;
         }
