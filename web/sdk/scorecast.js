@@ -35,8 +35,9 @@
 // Reliability: every submission gets a unique id and stays pending until the server answers
 // `ack`/`rejected`. After a reconnect (exponential backoff with full jitter, 250 ms → 10 s) the
 // SDK says hello again, resubscribes every view (each delivers a fresh snapshot) and re-sends
-// pending submissions with the SAME id; the server deduplicates ids for 24 h (`duplicate: true`),
-// so nothing counts twice. `unavailable` (Redis down) is retried the same way, a few times.
+// pending submissions with the SAME id; the server recognises an id for at least 10 minutes
+// (or the player's last 64 submissions to the board; README "Redis keys"), answering
+// `duplicate: true`, so a retry never counts twice. `unavailable` (Redis down) is retried the same way, a few times.
 
 import init, * as wasm from "../pkg/scorecast.js";
 
