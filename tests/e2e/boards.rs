@@ -9,27 +9,10 @@ use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
 use scorecast_server::jobs::calendar_season;
 use scorecast_server::limiter::{Algorithm, Limiter, Policy};
-use scorecast_server::store::{Read, Submission};
-use scorecast_shared::{BoardConfig, Codec, ErrorCode, Id, Order, Reset};
+use scorecast_server::store::Read;
+use scorecast_shared::{BoardConfig, Codec, ErrorCode, Order, Reset};
 use scorecast_tests::*;
 use serde_json::{json, Value};
-
-fn id(s: &str) -> Id {
-    Id::parse(s).unwrap()
-}
-
-/// A player's submission through the core, with the board's own op and limits.
-fn submission(board: &str, player: &str, sid: &str, points: i64) -> Submission {
-    Submission {
-        board: id(board),
-        player: id(player),
-        id: id(sid),
-        points,
-        op: None,
-        name: None,
-        skip_limit: false,
-    }
-}
 
 fn players(v: &Value) -> Vec<(String, i64)> {
     v["entries"]

@@ -8,24 +8,12 @@ use std::time::Duration;
 
 use reqwest::Method;
 use scorecast_server::queue::{NewJob, Queue};
-use scorecast_shared::Id;
 use scorecast_tests::cluster::{Cluster, ClusterApp};
 use scorecast_tests::ws::WsClient;
-use serde_json::{json, Value};
+use scorecast_tests::{id, score_of};
+use serde_json::json;
 
 const PUSH_WITHIN: Duration = Duration::from_secs(5);
-
-fn id(s: &str) -> Id {
-    Id::parse(s).unwrap()
-}
-
-fn score_of(v: &Value, player: &str) -> Option<i64> {
-    v["entries"]
-        .as_array()?
-        .iter()
-        .find(|e| e["player"] == player)
-        .and_then(|e| e["score"].as_i64())
-}
 
 /// Two boards whose slots live on different masters, created and scored through instance A and
 /// B crosswise, each watched from the other instance: every push arrives, every script ran on

@@ -6,20 +6,13 @@
 use std::time::Duration;
 
 use scorecast_tests::cluster::{wait_for, Cluster, ClusterApp};
+use scorecast_tests::score_of;
 use scorecast_tests::ws::WsClient;
-use serde_json::{json, Value};
+use serde_json::json;
 
 const PUSH_WITHIN: Duration = Duration::from_secs(5);
 /// A failover (cluster-node-timeout, then the election) or a slot move, then the resubscription.
 const MOVE_WITHIN: Duration = Duration::from_secs(30);
-
-fn score_of(v: &Value, player: &str) -> Option<i64> {
-    v["entries"]
-        .as_array()?
-        .iter()
-        .find(|e| e["player"] == player)
-        .and_then(|e| e["score"].as_i64())
-}
 
 async fn on(port: u16) -> redis::aio::MultiplexedConnection {
     redis::Client::open(format!("redis://127.0.0.1:{port}"))

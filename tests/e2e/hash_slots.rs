@@ -12,15 +12,10 @@ use scorecast_server::clock::Clock;
 use scorecast_server::limiter::{Algorithm, Policy};
 use scorecast_server::queue::NewJob;
 use scorecast_server::startup::Application;
-use scorecast_shared::Id;
 use scorecast_tests::test_redis::ClusterNode;
 use scorecast_tests::ws::WsClient;
-use scorecast_tests::{player_token, root, temp_dir, test_settings, ADMIN_TOKEN};
+use scorecast_tests::{id, player_token, root, temp_dir, test_settings, ADMIN_TOKEN};
 use serde_json::{json, Value};
-
-fn id(s: &str) -> Id {
-    Id::parse(s).unwrap()
-}
 
 /// Every script, run through the server's own paths against a one-node cluster: none is
 /// refused for crossing slots, and Redis counts no error at all.

@@ -11,16 +11,11 @@ use reqwest::Method;
 use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
 use scorecast_server::queue::{NewJob, Queue, Requeued};
-use scorecast_shared::Id;
-use scorecast_tests::{eventually, spawn_app_with, TestApp, ADMIN_TOKEN};
+use scorecast_tests::{eventually, id, spawn_app_with, TestApp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 /// 2025-03-10T12:00:00Z, a fixed start for manual clocks.
 const T0: i64 = 1_741_608_000_000;
-
-fn id(s: &str) -> Id {
-    Id::parse(s).unwrap()
-}
 
 fn no_workers(s: &mut Settings) {
     s.workers = false;

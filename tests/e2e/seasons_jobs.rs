@@ -12,7 +12,7 @@ use scorecast_server::clock::Clock;
 use scorecast_server::jobs::{self, Notifier, RewardPayload, RolloverPayload};
 use scorecast_server::queue::Job;
 use scorecast_shared::{BoardConfig, Id, Reset};
-use scorecast_tests::{spawn_app_with, TestApp};
+use scorecast_tests::{id, spawn_app_with, TestApp};
 use serde_json::{json, Value};
 
 /// 2025-03-10T12:00:00Z (a Monday).
@@ -21,10 +21,6 @@ const T0: i64 = 1_741_608_000_000;
 const DAY_END: i64 = 1_741_651_200_000;
 /// 2025-03-12T00:00:00Z.
 const NEXT_END: i64 = DAY_END + 86_400_000;
-
-fn id(s: &str) -> Id {
-    Id::parse(s).unwrap()
-}
 
 /// Records what would be pushed to players' WebSockets.
 #[derive(Default)]

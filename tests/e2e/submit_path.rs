@@ -5,26 +5,9 @@
 use futures_util::future::join_all;
 use reqwest::Method;
 use scorecast_server::clock::Clock;
-use scorecast_server::store::Submission;
-use scorecast_shared::{ErrorCode, Id};
+use scorecast_shared::ErrorCode;
 use scorecast_tests::*;
 use serde_json::json;
-
-fn id(s: &str) -> Id {
-    Id::parse(s).unwrap()
-}
-
-fn submission(board: &str, player: &str, sid: &str, points: i64) -> Submission {
-    Submission {
-        board: id(board),
-        player: id(player),
-        id: id(sid),
-        points,
-        op: None,
-        name: None,
-        skip_limit: false,
-    }
-}
 
 /// The dedup window and cap of `lua/submit.lua` (README "Redis keys").
 const WINDOW_MS: i64 = 600_000;

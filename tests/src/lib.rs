@@ -409,3 +409,35 @@ pub async fn hold_redis_busy(url: &str, ms: u64) -> tokio::task::JoinHandle<()> 
         assert!(std::time::Instant::now() < deadline, "Redis never got busy");
     }
 }
+
+/// An id the test knows is valid.
+pub fn id(s: &str) -> Id {
+    Id::parse(s).unwrap()
+}
+
+/// A player's submission through the core, with the board's own op and limits.
+pub fn submission(
+    board: &str,
+    player: &str,
+    sid: &str,
+    points: i64,
+) -> scorecast_server::store::Submission {
+    scorecast_server::store::Submission {
+        board: id(board),
+        player: id(player),
+        id: id(sid),
+        points,
+        op: None,
+        name: None,
+        skip_limit: false,
+    }
+}
+
+/// The score of `player` among a view's or a read's `entries`, if listed.
+pub fn score_of(v: &Value, player: &str) -> Option<i64> {
+    v["entries"]
+        .as_array()?
+        .iter()
+        .find(|e| e["player"] == player)
+        .and_then(|e| e["score"].as_i64())
+}
