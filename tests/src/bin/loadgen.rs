@@ -40,7 +40,9 @@ use scorecast_server::embedded::{free_port, RedisProcess};
 use scorecast_server::startup::Application;
 use scorecast_server::store::{Store, Submission};
 use scorecast_shared::{BoardConfig, Id};
-use scorecast_tests::load::{cpu_seconds, next_json, percentile, rss_bytes, send, ChildGuard, Ws};
+use scorecast_tests::load::{
+    connect_ws, cpu_seconds, next_json, percentile, rss_bytes, send, ChildGuard, Ws,
+};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -220,7 +222,7 @@ impl Target {
 
 /// Opens a WebSocket; Scorecast greets every connection with `welcome`, the baseline does not.
 async fn connect(url: &str, target: Target) -> anyhow::Result<Ws> {
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
+    let mut ws = connect_ws(url).await?;
     if target == Target::Scorecast {
         let w = next_json(&mut ws, WAIT).await?;
         anyhow::ensure!(w["type"] == "welcome", "expected welcome, got {w}");

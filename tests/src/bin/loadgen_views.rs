@@ -30,7 +30,7 @@ use scorecast_server::config::Settings;
 use scorecast_server::embedded::RedisProcess;
 use scorecast_server::startup::Application;
 use scorecast_shared::{BoardConfig, Id};
-use scorecast_tests::load::{cpu_seconds, next_json, percentile, send, ChildGuard, Ws};
+use scorecast_tests::load::{connect_ws, cpu_seconds, next_json, percentile, send, ChildGuard, Ws};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -125,7 +125,7 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
 }
 
 async fn connect(url: &str) -> anyhow::Result<Ws> {
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
+    let mut ws = connect_ws(url).await?;
     let w = next_json(&mut ws, WAIT).await?;
     anyhow::ensure!(w["type"] == "welcome", "expected welcome, got {w}");
     Ok(ws)
