@@ -77,6 +77,9 @@ struct Args {
     queue_jobs: u64,
     queue_workers: usize,
     queue_producers: usize,
+    /// Only the WebSocket rounds (no dedup-memory, redis-benchmark or queue phases): for
+    /// profiling the servers under the submission load.
+    load_only: bool,
 }
 
 const USAGE: &str =
@@ -84,9 +87,11 @@ const USAGE: &str =
         [--spectators S=10] [--seconds T=8] [--idle C=2000] [--probe-ms P=100]
         [--dedup-players N=10000] [--dedup-submissions M=1000000]
         [--bench-requests R=200000] [--bench-clients 50] [--bench-pipeline 16]
-        [--queue-jobs J=20000] [--queue-workers W=8] [--queue-producers P=64]
+        [--queue-jobs J=20000] [--queue-workers W=8] [--queue-producers P=64] [--load-only]
   --quick: 3 s per round, 500 idle connections, 100 000 + 100 000 dedup submissions by 1 000
-  players, 50 000 redis-benchmark calls, 5 000 queue jobs (flags after it still apply)";
+  players, 50 000 redis-benchmark calls, 5 000 queue jobs (flags after it still apply)
+  --load-only: only the WebSocket rounds (e.g. to profile a server under load: the server is
+  this binary's child, `loadgen --serve`)";
 
 impl Args {
     fn parse(argv: &[String]) -> anyhow::Result<Args> {
@@ -107,6 +112,7 @@ impl Args {
             queue_jobs: 20_000,
             queue_workers: 8,
             queue_producers: 64,
+            load_only: false,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -122,6 +128,10 @@ impl Args {
                     a.dedup_submissions = 100_000;
                     a.bench_requests = 50_000;
                     a.queue_jobs = 5_000;
+                    continue;
+                }
+                "--load-only" => {
+                    a.load_only = true;
                     continue;
                 }
                 _ => {}
@@ -731,8 +741,10 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         med(Target::Scorecast, |r| r.idle_bytes)
     );
 
-    dedup_memory(&a).await?;
-    redis_benchmark(&a).await?;
+    if !a.load_only {
+        dedup_memory(&a).await?;
+        redis_benchmark(&a).await?;
+    }
     Ok(())
 }
 
