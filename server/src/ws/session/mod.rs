@@ -13,7 +13,9 @@ mod protocol;
 mod slow;
 
 use std::future::poll_fn;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use actix_ws::{
@@ -92,9 +94,21 @@ pub async fn run(
     let mut slow = SlowClient::new(Duration::from_millis(ws.slow_client_ms));
     let mut flood = Flood::new(ws.max_messages_per_sec, std::time::Instant::now());
 
+    // Both wait futures live across passes of the loop (re-creating them on every pass costs a
+    // lock on their `Notify` each time); a permit of the outbox's `Notify` is never lost.
+    let shutdown_changed = shutdown.changed();
+    tokio::pin!(shutdown_changed);
+    let queued = outbox.notified();
+    tokio::pin!(queued);
+
     let exit = loop {
         if shutting_down {
             break close(CloseCode::Away, "server shutting down");
+        }
+        // Whatever the last pass queued (an ack, an error, a pong) goes out now, as far as the
+        // socket takes it: frames queued together reach the connection's writer together.
+        if write_ready(&mut socket, &outbox, &mut slow).is_err() {
+            break Exit::Gone;
         }
         let pending = slow.observe(&outbox);
         let suspect = slow.suspect(&outbox);
@@ -103,25 +117,20 @@ pub async fn run(
         let can_read = !outbox.is_full() && inflight.len() < MAX_INFLIGHT;
         tokio::select! {
             biased;
-            _ = shutdown.changed() => shutting_down = true,
+            _ = &mut shutdown_changed, if !shutting_down => shutting_down = true,
             _ = slow.tick(), if suspect => {
                 if let Some(exit) = slow.verdict(&outbox, s.member().id()) {
                     break exit;
                 }
             }
             Some(done) = inflight.next(), if !inflight.is_empty() => s.finished(done),
+            // The socket has room again: the next pass writes.
             ready = poll_fn(|cx| Pin::new(&mut socket).poll_ready(cx)), if pending => {
                 if ready.is_err() {
                     break Exit::Gone;
                 }
-                if let Some(m) = outbox.pop() {
-                    if Pin::new(&mut socket).start_send(m).is_err() {
-                        break Exit::Gone;
-                    }
-                    slow.progressed();
-                }
             }
-            _ = outbox.notified() => {}
+            _ = &mut queued => queued.set(outbox.notified()),
             frame = frames.recv(), if can_read => {
                 last_heard = Instant::now();
                 match on_frame(&mut s, &outbox, flood.as_mut(), frame, ws.max_frame_bytes) {
@@ -158,6 +167,31 @@ pub async fn run(
             let _ = tokio::time::timeout(ABORT_WAIT, socket.close(Some(reason))).await;
             conn.abort();
         }
+    }
+}
+
+/// Writes queued messages while the socket has room, without waiting (a full socket is waited
+/// for by the loop's write branch). `Err` when the connection is gone.
+fn write_ready(
+    socket: &mut actix_ws::Session,
+    outbox: &Outbox,
+    slow: &mut SlowClient,
+) -> Result<(), ()> {
+    // A no-op waker: when the socket is full, the loop's write branch polls it again with the
+    // session's own waker before the session sleeps.
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        match Pin::new(&mut *socket).poll_ready(&mut cx) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(_)) => return Err(()),
+            Poll::Pending => return Ok(()),
+        }
+        // The slot reserved by `poll_ready` stays reserved when nothing is queued.
+        let Some(m) = outbox.pop() else {
+            return Ok(());
+        };
+        Pin::new(&mut *socket).start_send(m).map_err(|_| ())?;
+        slow.progressed();
     }
 }
 
