@@ -131,7 +131,8 @@ pub fn parse_points(v: Option<&Value>) -> Result<i64, (ErrorCode, String)> {
     // The value is echoed only when it is an integer: printing a float would bring float
     // formatting into the browser's wasm module for one error message.
     match (n.as_i64(), n.as_u64()) {
-        (Some(p), _) if p.abs() <= crate::MAX_POINTS => Ok(p),
+        // `unsigned_abs`: `abs` of i64::MIN overflows (and wraps to itself in release builds).
+        (Some(p), _) if p.unsigned_abs() <= crate::MAX_POINTS as u64 => Ok(p),
         (Some(p), _) => Err((ErrorCode::PointsOutOfRange, format!("{MESSAGE}, got {p}"))),
         (None, Some(p)) => Err((ErrorCode::PointsOutOfRange, format!("{MESSAGE}, got {p}"))),
         (None, None) => Err((ErrorCode::PointsOutOfRange, MESSAGE.into())),
@@ -633,6 +634,11 @@ mod tests {
             ),
             (
                 r#"{"type":"submit","id":"a","board":"b","points":9007199254740992}"#,
+                ErrorCode::PointsOutOfRange,
+            ),
+            (
+                // The one integer whose `abs` overflows.
+                r#"{"type":"submit","id":"a","board":"b","points":-9223372036854775808}"#,
                 ErrorCode::PointsOutOfRange,
             ),
             (
