@@ -207,6 +207,9 @@ pub struct Settings {
     pub boards: BTreeMap<String, BoardConfig>,
     /// Run the built-in job workers (rollover, rewards, notify).
     pub workers: bool,
+    /// HTTP/WebSocket worker threads; 0 = one per CPU but one, at least one
+    /// (`startup::http_workers`).
+    pub http_workers: usize,
 }
 
 impl Default for Settings {
@@ -234,6 +237,7 @@ impl Default for Settings {
             auth: AuthSettings::default(),
             boards: BTreeMap::new(),
             workers: true,
+            http_workers: 0,
         }
     }
 }

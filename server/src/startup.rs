@@ -34,6 +34,18 @@ pub struct Application {
 
 pub use crate::conn::{connect, redacted};
 
+/// The HTTP/WebSocket worker threads: `configured`, or (0) one per CPU but one, at least one.
+/// The thread that built the application keeps the shared Redis connection and the hub's
+/// pub/sub feed, through which every submission and push passes: on two CPUs a second worker
+/// only adds thread hand-offs (BENCHMARKS.md, "Server CPU per submission").
+pub fn http_workers(configured: usize) -> usize {
+    if configured > 0 {
+        return configured;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cpus.saturating_sub(1).max(1)
+}
+
 impl Application {
     /// Builds with the production clock (Redis TIME).
     pub async fn build(settings: Settings) -> anyhow::Result<Application> {
@@ -145,6 +157,7 @@ impl Application {
                 .service(actix_files::Files::new("/", &web_dir))
         })
         .shutdown_timeout(10)
+        .workers(http_workers(state.settings.http_workers))
         // A duplicate of each connection's descriptor, so a WebSocket session can bound its
         // kernel send buffer and end a stalled client for real (`ws/conn.rs`).
         .on_connect(crate::ws::conn::Conn::on_connect)
