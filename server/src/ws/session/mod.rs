@@ -12,7 +12,7 @@ mod flood;
 mod protocol;
 mod slow;
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -104,6 +104,16 @@ pub async fn run(
     let exit = loop {
         if shutting_down {
             break close(CloseCode::Away, "server shutting down");
+        }
+        // A wake-up already owed by the outbox (the session's own answers leave one) is taken
+        // now, before the write below empties the outbox, instead of costing a pass of its own.
+        // Polled with a no-op waker: `select!` polls it again with the session's own.
+        if queued
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+            .is_ready()
+        {
+            queued.set(outbox.notified());
         }
         // Whatever the last pass queued (an ack, an error, a pong) goes out now, as far as the
         // socket takes it: frames queued together reach the connection's writer together.
