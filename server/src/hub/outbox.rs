@@ -122,6 +122,19 @@ impl Outbox {
         g.update_full(self.capacity);
     }
 
+    /// Gives back the queues' memory once they are empty (after a burst, a queue keeps the
+    /// capacity it grew to); the session calls this on its heartbeat, not per message.
+    pub fn trim(&self) {
+        let mut g = self.lock();
+        if g.direct.is_empty() {
+            g.direct = VecDeque::new();
+        }
+        if g.slots.is_empty() {
+            g.slots = HashMap::new();
+            g.order = VecDeque::new();
+        }
+    }
+
     pub fn ping(&self) {
         self.lock().ping = true;
         self.notify.notify_one();
@@ -211,6 +224,21 @@ mod tests {
         o.pop();
         assert!(o.full_since().is_none());
         assert_eq!(text(o.pop()), "t");
+    }
+
+    #[test]
+    fn trim_frees_only_empty_queues() {
+        let o = Outbox::new(4);
+        o.push(Message::Text("a".into()));
+        o.offer_view(&key("b", ViewKind::Top), "t".into());
+        o.trim();
+        assert_eq!(text(o.pop()), "a", "a queued answer survives a trim");
+        o.trim();
+        assert_eq!(crate::sync::lock(&o.inner).direct.capacity(), 0);
+        assert_eq!(text(o.pop()), "t", "a pending view survives a trim");
+        o.trim();
+        let g = crate::sync::lock(&o.inner);
+        assert_eq!(g.slots.capacity() + g.order.capacity(), 0);
     }
 
     #[test]

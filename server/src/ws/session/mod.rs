@@ -27,10 +27,11 @@ use scorecast_shared::ErrorCode;
 use tokio::time::Instant;
 
 use super::conn::ConnHandle;
+use crate::config::WsSettings;
 use crate::hub::{Member, Outbox};
 use crate::state::AppState;
 use flood::{Flood, Verdict};
-use protocol::{InFlight, Session};
+use protocol::{Finished, InFlight, Session};
 use slow::SlowClient;
 
 /// Submissions and subscriptions of one session that may wait for Redis at the same time. Acks
@@ -73,26 +74,81 @@ fn close(code: CloseCode, why: &str) -> Exit {
 
 /// Runs a session until the client leaves, times out, is too slow, breaks the protocol, or the
 /// server shuts down.
-pub async fn run(
+///
+/// Every open WebSocket holds this future for its whole life, so it is kept small
+/// (`session_future_stays_small`): the session, the socket and its frame stream live in this
+/// `async` block once (an `async fn` stores its arguments twice, as captures and as locals, and
+/// once more where they are moved to), the loop borrows them, the close and shutdown phases are
+/// boxed (allocated only when reached), and what only busy sessions need is allocated on first
+/// use.
+pub fn run(
     state: Arc<AppState>,
     member: Member,
     conn: ConnHandle,
     mut socket: actix_ws::Session,
     mut frames: AggregatedMessageStream,
-) {
-    let ws = state.settings.ws.clone();
-    let ping_every = Duration::from_millis(ws.ping_interval_ms);
-    let client_timeout = Duration::from_millis(ws.client_timeout_ms);
-    let outbox = member.outbox().clone();
-    let mut shutdown = member.hub().shutdown_signal();
+) -> impl Future<Output = ()> {
+    let settings = state.clone();
     let mut s = Session::new(state, member);
-    s.welcome();
-    let mut heartbeat = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
-    let mut last_heard = Instant::now();
-    let mut inflight: FuturesUnordered<InFlight> = FuturesUnordered::new();
-    let mut shutting_down = *shutdown.borrow();
+    async move {
+        let exit = serve(&settings.settings.ws, &mut s, &mut socket, &mut frames).await;
+        // Leave the hub before the last await, so nothing more is offered to this session.
+        drop(s);
+        match exit {
+            Exit::Gone => {}
+            Exit::Close(reason) => {
+                if Box::pin(tokio::time::timeout(CLOSE_WAIT, socket.close(reason)))
+                    .await
+                    .is_err()
+                {
+                    conn.abort();
+                }
+            }
+            Exit::Abort(reason) => {
+                let _ =
+                    Box::pin(tokio::time::timeout(ABORT_WAIT, socket.close(Some(reason)))).await;
+                conn.abort();
+            }
+        }
+    }
+}
+
+/// The session's loop, up to how it ends (in-flight work finished first on shutdown).
+async fn serve(
+    ws: &WsSettings,
+    s: &mut Session,
+    socket: &mut actix_ws::Session,
+    frames: &mut AggregatedMessageStream,
+) -> Exit {
+    let max_frame_bytes = ws.max_frame_bytes;
     let mut slow = SlowClient::new(Duration::from_millis(ws.slow_client_ms));
     let mut flood = Flood::new(ws.max_messages_per_sec, std::time::Instant::now());
+    let ping_every = Duration::from_millis(ws.ping_interval_ms);
+    let client_timeout = Duration::from_millis(ws.client_timeout_ms);
+    let outbox = s.member().outbox().clone();
+    let mut shutdown = s.member().hub().shutdown_signal();
+    s.welcome();
+    // The welcome goes out at once (a new socket has room): a session that stays idle then never
+    // makes its slow-client timer, and its queue gives its memory back.
+    if poll_fn(|cx| Pin::new(&mut *socket).poll_ready(cx))
+        .await
+        .is_err()
+    {
+        return Exit::Gone;
+    }
+    if let Some(m) = outbox.pop() {
+        if Pin::new(&mut *socket).start_send(m).is_err() {
+            return Exit::Gone;
+        }
+    }
+    outbox.trim();
+    let mut heartbeat = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
+    let mut last_heard = Instant::now();
+    let mut inflight = InFlightSet::default();
+    let mut shutting_down = *shutdown.borrow();
+    // Set by the heartbeat: once the queue has drained, give back what a burst made the
+    // session allocate (so an idle session holds its bare minimum).
+    let mut trim = false;
 
     // Both wait futures live across passes of the loop (re-creating them on every pass costs a
     // lock on their `Notify` each time); a permit of the outbox's `Notify` is never lost.
@@ -117,8 +173,14 @@ pub async fn run(
         }
         // Whatever the last pass queued (an ack, an error, a pong) goes out now, as far as the
         // socket takes it: frames queued together reach the connection's writer together.
-        if write_ready(&mut socket, &outbox, &mut slow).is_err() {
+        if write_ready(socket, &outbox, &mut slow).is_err() {
             break Exit::Gone;
+        }
+        if trim && outbox.is_empty() {
+            trim = false;
+            outbox.trim();
+            slow.release();
+            inflight.release();
         }
         let pending = slow.observe(&outbox);
         let suspect = slow.suspect(&outbox);
@@ -135,7 +197,7 @@ pub async fn run(
             }
             Some(done) = inflight.next(), if !inflight.is_empty() => s.finished(done),
             // The socket has room again: the next pass writes.
-            ready = poll_fn(|cx| Pin::new(&mut socket).poll_ready(cx)), if pending => {
+            ready = poll_fn(|cx| Pin::new(&mut *socket).poll_ready(cx)), if pending => {
                 if ready.is_err() {
                     break Exit::Gone;
                 }
@@ -143,7 +205,7 @@ pub async fn run(
             _ = &mut queued => queued.set(outbox.notified()),
             frame = frames.recv(), if can_read => {
                 last_heard = Instant::now();
-                match on_frame(&mut s, &outbox, flood.as_mut(), frame, ws.max_frame_bytes) {
+                match on_frame(s, &outbox, flood.as_mut(), frame, max_frame_bytes) {
                     Ok(Some(work)) => inflight.push(work),
                     Ok(None) => {}
                     Err(exit) => break exit,
@@ -154,28 +216,49 @@ pub async fn run(
                     break close(CloseCode::Normal, "no frame from the client within the timeout");
                 }
                 outbox.ping();
+                trim = true;
             }
         }
     };
 
     if shutting_down {
-        finish_in_flight(&mut s, &mut inflight, &outbox, &mut socket).await;
+        Box::pin(finish_in_flight(s, &mut inflight, &outbox, socket)).await;
     }
-    // Leave the hub before the last await, so nothing more is offered to this session.
-    drop(s);
-    match exit {
-        Exit::Gone => {}
-        Exit::Close(reason) => {
-            if tokio::time::timeout(CLOSE_WAIT, socket.close(reason))
-                .await
-                .is_err()
-            {
-                conn.abort();
-            }
+    exit
+}
+
+/// The session's work in flight; the set is allocated by the first submission or subscription
+/// (most sessions of a spectator-heavy game never submit) and given back once idle.
+#[derive(Default)]
+struct InFlightSet {
+    set: Option<FuturesUnordered<InFlight>>,
+}
+impl InFlightSet {
+    fn len(&self) -> usize {
+        self.set.as_ref().map_or(0, FuturesUnordered::len)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn push(&mut self, work: InFlight) {
+        self.set
+            .get_or_insert_with(FuturesUnordered::new)
+            .push(work);
+    }
+
+    async fn next(&mut self) -> Option<Finished> {
+        match self.set.as_mut() {
+            Some(set) => set.next().await,
+            None => None,
         }
-        Exit::Abort(reason) => {
-            let _ = tokio::time::timeout(ABORT_WAIT, socket.close(Some(reason))).await;
-            conn.abort();
+    }
+
+    /// Frees the set when nothing is in flight.
+    fn release(&mut self) {
+        if self.is_empty() {
+            self.set = None;
         }
     }
 }
@@ -258,7 +341,7 @@ fn on_frame(
 /// Lets them finish and go out before the close frame (bounded, so shutdown cannot hang).
 async fn finish_in_flight(
     s: &mut Session,
-    inflight: &mut FuturesUnordered<InFlight>,
+    inflight: &mut InFlightSet,
     outbox: &Outbox,
     socket: &mut actix_ws::Session,
 ) {
@@ -274,4 +357,23 @@ async fn finish_in_flight(
         }
     });
     let _ = flush.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the future a function of five arguments returns, from the fn item alone.
+    fn future_size<A, B, C, D, E, F: Future>(_: impl FnOnce(A, B, C, D, E) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// Every open WebSocket holds one session future (inside its Tokio task) for its whole life:
+    /// 1 512 bytes before issue 10 trimmed it, 1 136 after (debug build). A field or a
+    /// `select!` branch that adds to every idle connection should be boxed or made on first use.
+    #[test]
+    fn session_future_stays_small() {
+        let size = future_size(run);
+        assert!(size <= 1_200, "the session future grew to {size} bytes");
+    }
 }

@@ -7,7 +7,8 @@
 //! it would never read the close frame, and its buffers would stay pinned.
 //!
 //! The check runs on a coarse tick, and only while there is something to suspect: a timer
-//! re-armed on every pass of a busy loop would cost more than the check.
+//! re-armed on every pass of a busy loop would cost more than the check. The timer is made by
+//! the first check and given back when the session is idle again ([`SlowClient::release`]).
 
 use std::time::Duration;
 
@@ -26,17 +27,15 @@ pub(super) struct SlowClient {
     limit: Duration,
     /// Since when messages have been waiting with nothing written to the socket.
     stalled_since: Option<Instant>,
-    check: Interval,
+    check: Option<Interval>,
 }
 
 impl SlowClient {
     pub fn new(limit: Duration) -> SlowClient {
-        let mut check = tokio::time::interval(limit.div_f64(CHECKS_PER_WINDOW).max(MIN_CHECK));
-        check.set_missed_tick_behavior(MissedTickBehavior::Delay);
         SlowClient {
             limit,
             stalled_since: None,
-            check,
+            check: None,
         }
     }
 
@@ -61,9 +60,23 @@ impl SlowClient {
         self.stalled_since.is_some() || outbox.full_since().is_some()
     }
 
-    /// The next check's tick.
+    /// The next check's tick (the first one at once).
     pub async fn tick(&mut self) {
-        self.check.tick().await;
+        let limit = self.limit;
+        self.check
+            .get_or_insert_with(|| {
+                let mut check =
+                    tokio::time::interval(limit.div_f64(CHECKS_PER_WINDOW).max(MIN_CHECK));
+                check.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                check
+            })
+            .tick()
+            .await;
+    }
+
+    /// Frees the check's timer; for when nothing is suspect.
+    pub fn release(&mut self) {
+        self.check = None;
     }
 
     /// How the session ends if the client is too slow.
