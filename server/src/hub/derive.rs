@@ -133,7 +133,13 @@ impl Standings {
 
     /// Records a standing read at `seq` (unless what is known is newer): `previous_rank` becomes
     /// the rank before, if the standing changed. Returns the standing now known.
-    pub fn learn(&mut self, player: &Id, score: Option<i64>, rank: Option<u64>, seq: u64) -> MeState {
+    pub fn learn(
+        &mut self,
+        player: &Id,
+        score: Option<i64>,
+        rank: Option<u64>,
+        seq: u64,
+    ) -> MeState {
         let s = match self.index.get(player) {
             Some(&s) => s,
             None => {
@@ -585,13 +591,23 @@ mod tests {
         let mv = m.set("d", Some(45));
         assert_eq!((mv.rank, mv.previous_rank), (Some(2), Some(4)));
         let d = st.derive(&[mv], &[(2, 0)]);
-        assert_eq!(d, Derived { derived: 5, inconsistent: false });
+        assert_eq!(
+            d,
+            Derived {
+                derived: 5,
+                inconsistent: false
+            }
+        );
         for p in players {
             assert_eq!(known(&st, p), m.standing(p), "{p}");
             assert_eq!(st.get(&id(p)).and_then(|s| s.at), Some(2));
         }
         let changed: Vec<&str> = players.into_iter().filter(|p| st.changed(&id(p))).collect();
-        assert_eq!(changed, ["b", "c", "d"], "above and below the move: unchanged");
+        assert_eq!(
+            changed,
+            ["b", "c", "d"],
+            "above and below the move: unchanged"
+        );
         let c = st.get(&id("c")).expect("known");
         assert_eq!((c.rank, c.previous_rank), (Some(4), Some(3)));
     }
@@ -716,14 +732,20 @@ mod tests {
                 assert_eq!(at, seq, "{p} brought up to the last seq");
                 assert_eq!((s.score, s.rank), m.standing(p), "{p} after {moves:?}");
                 if !learned_now.contains(p) {
-                    assert_eq!(st.changed(&id(p)), before[i] != m.standing(p), "{p} changed");
+                    assert_eq!(
+                        st.changed(&id(p)),
+                        before[i] != m.standing(p),
+                        "{p} changed"
+                    );
                 }
             }
         }
         assert!(
-            players.iter().all(|p| st.get(&id(p)).is_some_and(|s| s.at.is_some()) || {
-                !players.iter().step_by(2).any(|q| q == p)
-            }),
+            players
+                .iter()
+                .all(|p| st.get(&id(p)).is_some_and(|s| s.at.is_some()) || {
+                    !players.iter().step_by(2).any(|q| q == p)
+                }),
             "the standings watched from the start are all still derived"
         );
     }

@@ -130,7 +130,11 @@ impl Outbox {
         let mut guard = self.lock();
         let g = &mut *guard;
         let turn = g.turn;
-        match g.slots.iter_mut().find(|s| s.key.1 == kind && s.key.0 == *board) {
+        match g
+            .slots
+            .iter_mut()
+            .find(|s| s.key.1 == kind && s.key.0 == *board)
+        {
             Some(slot) => match slot.text.replace(text) {
                 Some(_) => crate::metrics::COALESCED.inc(),
                 None => {

@@ -368,7 +368,11 @@ mod tests {
     fn a_move_elsewhere_sends_nothing_and_the_standing_keeps_up() {
         let mut b = derivable("carol", Some(60), Some(55));
         assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
-        assert_eq!(b.me.get(&id("alice")).and_then(|m| m.at), Some(2), "derived up to the event");
+        assert_eq!(
+            b.me.get(&id("alice")).and_then(|m| m.at),
+            Some(2),
+            "derived up to the event"
+        );
     }
 
     #[test]

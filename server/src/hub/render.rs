@@ -99,11 +99,14 @@ pub(super) fn render_me(
     seq: u64,
     resync: bool,
 ) -> Built {
-    let hash = foldhash::fast::FixedState::with_seed(0)
-        .hash_one((season, st.score, st.rank, st.previous_rank));
-    let mut out = String::with_capacity(
-        96 + board.as_str().len() + season.len() + player.as_str().len(),
-    );
+    let hash = foldhash::fast::FixedState::with_seed(0).hash_one((
+        season,
+        st.score,
+        st.rank,
+        st.previous_rank,
+    ));
+    let mut out =
+        String::with_capacity(96 + board.as_str().len() + season.len() + player.as_str().len());
     out.push_str(r#"{"type":"rank","board":"#);
     json_str(&mut out, board.as_str());
     out.push_str(r#","season":"#);

@@ -13,8 +13,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::board::Board;
-use super::plan::{self, Plan, Planned, Want};
 use super::derive::Standings;
+use super::plan::{self, Plan, Planned, Want};
 use super::render::{render, render_me, Built};
 use super::Inner;
 use crate::error::AppResult;

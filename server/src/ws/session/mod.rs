@@ -14,8 +14,8 @@ mod slow;
 
 use std::future::poll_fn;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use actix_ws::{
