@@ -126,9 +126,13 @@ impl Standings {
 
     /// Whether `player`'s standing changed in the last [`Standings::derive`].
     pub fn changed(&self, player: &Id) -> bool {
-        self.index
-            .get(player)
-            .is_some_and(|&s| self.slots[s as usize].changed)
+        self.get_changed(player).is_some_and(|(_, c)| c)
+    }
+
+    /// `player`'s last known standing, and whether the last [`Standings::derive`] changed it.
+    pub fn get_changed(&self, player: &Id) -> Option<(MeState, bool)> {
+        let slot = &self.slots[*self.index.get(player)? as usize];
+        Some((self.state(slot), slot.changed))
     }
 
     /// Records a standing read at `seq` (unless what is known is newer): `previous_rank` becomes

@@ -146,7 +146,8 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
         let force = std::mem::take(&mut sub.force) || d.full || d.resync;
         let mine = sub.player.as_ref().is_some_and(|p| d.players.contains(p));
         if let (View::Me, Some(p)) = (sub.view, sub.player.as_ref()) {
-            let known = b.me.get(p);
+            // One lookup: the standing and whether the derivation just changed it.
+            let (known, changed) = b.me.get_changed(p).unzip();
             let read = if derive {
                 known.is_none_or(|m| m.at.is_none())
             } else {
@@ -155,7 +156,7 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
             if read {
                 me_reads.insert(p.clone());
             }
-            if read || (derive && (force || b.me.changed(p))) {
+            if read || (derive && (force || changed == Some(true))) {
                 plan.targets.push((*key, sub.gen));
             }
             continue;

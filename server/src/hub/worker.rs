@@ -180,7 +180,9 @@ impl Inner {
             return;
         };
         let mut built: HashMap<(Want, u64), Built> = HashMap::new();
-        let mut built_me: foldhash::HashMap<&Id, Built> = Default::default();
+        // Sized for every target: grown from empty it would rehash a few times per flush.
+        let mut built_me: foldhash::HashMap<&Id, Built> =
+            foldhash::HashMap::with_capacity_and_hasher(plan.targets.len(), Default::default());
         // `top` and `around` renders never touch standings (`me` views render from `b.me`).
         let mut no_standings = Standings::default();
         let Board { subs, me, .. } = b;
