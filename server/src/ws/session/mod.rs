@@ -13,9 +13,7 @@ mod protocol;
 mod slow;
 
 use std::future::poll_fn;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use actix_ws::{
@@ -112,11 +110,15 @@ pub async fn run(
                 }
             }
             Some(done) = inflight.next(), if !inflight.is_empty() => s.finished(done),
-            sent = poll_fn(|cx| drain(&mut socket, &outbox, cx)), if pending => {
-                match sent {
-                    Err(()) => break Exit::Gone,
-                    Ok(0) => {}
-                    Ok(_) => slow.progressed(),
+            ready = poll_fn(|cx| Pin::new(&mut socket).poll_ready(cx)), if pending => {
+                if ready.is_err() {
+                    break Exit::Gone;
+                }
+                if let Some(m) = outbox.pop() {
+                    if Pin::new(&mut socket).start_send(m).is_err() {
+                        break Exit::Gone;
+                    }
+                    slow.progressed();
                 }
             }
             _ = outbox.notified() => {}
@@ -157,37 +159,6 @@ pub async fn run(
             conn.abort();
         }
     }
-}
-
-/// Most messages moved from the outbox to the socket in one wake-up. actix-ws encodes every
-/// frame its channel holds into one buffer, written with one syscall, so moving a session's
-/// queued messages together (rather than one per pass of the select loop) also writes them
-/// together.
-const DRAIN_BATCH: usize = 64;
-
-/// Moves queued messages to the socket while it has room: ready with how many moved once it has
-/// no room left or the outbox is empty, pending only if nothing could move. Err: the connection
-/// is gone.
-fn drain(
-    socket: &mut actix_ws::Session,
-    outbox: &Outbox,
-    cx: &mut Context<'_>,
-) -> Poll<Result<usize, ()>> {
-    let mut sent = 0;
-    while sent < DRAIN_BATCH {
-        match Pin::new(&mut *socket).poll_ready(cx) {
-            Poll::Ready(Ok(())) => {}
-            Poll::Ready(Err(_)) => return Poll::Ready(Err(())),
-            Poll::Pending if sent == 0 => return Poll::Pending,
-            Poll::Pending => break,
-        }
-        let Some(m) = outbox.pop() else { break };
-        if Pin::new(&mut *socket).start_send(m).is_err() {
-            return Poll::Ready(Err(()));
-        }
-        sent += 1;
-    }
-    Poll::Ready(Ok(sent))
 }
 
 /// Handles one frame from the client: work it started, or how the session ends.
