@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use redis::AsyncCommands;
 use scorecast_tests::scorecast_server::clock::Clock;
-use scorecast_tests::scorecast_server::hub::derive::{self, Move, Standing};
+use scorecast_tests::scorecast_server::hub::derive::{Move, Standings};
 use scorecast_tests::scorecast_server::metrics::ME_STANDINGS;
 use scorecast_tests::scorecast_shared::Id;
 use scorecast_tests::ws::{Incoming, WsClient};
@@ -54,8 +54,12 @@ async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Res
     let mut events = events.into_on_message();
     let mut redis = app.redis_conn().await;
     let ids: Vec<Id> = (0..PLAYERS).map(|p| Id::parse(&name(p)).unwrap()).collect();
-    // An empty board: every standing is known (absent) at seq 0.
-    let mut known: Vec<Standing> = vec![Standing::default(); PLAYERS];
+    // An empty board: every standing is known (absent) at seq 0. The standings persist across
+    // batches, as in the hub, and each batch's events are derived in one go, as in a flush.
+    let mut known = Standings::default();
+    for p in &ids {
+        known.learn(p, None, None, 0);
+    }
     let mut seen_seq = 0u64;
     for batch in batches {
         join_all(batch.iter().map(|s| async move {
@@ -84,6 +88,7 @@ async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Res
         .await;
         let seq: Option<u64> = redis.get(format!("lb:{{{board}}}:seq")).await.unwrap();
         let seq = seq.unwrap_or(0);
+        let (mut moves, mut seqs) = (Vec::new(), Vec::new());
         while seen_seq < seq {
             let msg = tokio::time::timeout(Duration::from_secs(10), events.next())
                 .await
@@ -95,29 +100,24 @@ async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Res
                 return Err(format!("event seq {s} after {seen_seq}"));
             }
             seen_seq = s;
-            let moves: Vec<Move> = ev["changes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| Move {
-                    player: Id::parse(c["player"].as_str().unwrap()).unwrap(),
-                    score: c["score"].as_i64(),
-                    rank: c["rank"].as_u64(),
-                    previous_rank: c["previous_rank"].as_u64(),
-                })
-                .collect();
-            let mut view: Vec<(&Id, &mut Standing)> = ids.iter().zip(known.iter_mut()).collect();
-            derive::apply(&mut view, &moves).map_err(|e| format!("{e:?} at seq {s}"))?;
+            seqs.push((s, moves.len()));
+            moves.extend(ev["changes"].as_array().unwrap().iter().map(|c| Move {
+                player: Id::parse(c["player"].as_str().unwrap()).unwrap(),
+                score: c["score"].as_i64(),
+                rank: c["rank"].as_u64(),
+                previous_rank: c["previous_rank"].as_u64(),
+            }));
+        }
+        if known.derive(&moves, &seqs).inconsistent {
+            return Err(format!("a mover disagreed with its event up to seq {seq}"));
         }
         let key = format!("lb:{{{board}}}:s:all");
-        for (p, st) in ids.iter().zip(&known) {
+        for p in &ids {
             let rank: Option<u64> = redis.zrevrank(&key, p.as_str()).await.unwrap();
             let score: Option<f64> = redis.zscore(&key, p.as_str()).await.unwrap();
-            let stored = Standing {
-                score: score.map(|s| s as i64),
-                rank: rank.map(|r| r + 1),
-            };
-            if *st != stored {
+            let stored = (score.map(|s| s as i64), rank.map(|r| r + 1), Some(seq));
+            let st = known.get(p).map(|s| (s.score, s.rank, s.at));
+            if st != Some(stored) {
                 return Err(format!(
                     "{p} at seq {seq}: derived {st:?}, Redis {stored:?}"
                 ));

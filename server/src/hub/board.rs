@@ -1,14 +1,13 @@
 //! One watched board: its subscriptions, what changed since the last flush, and what the hub
 //! remembers between flushes (the highest `seq` seen, each player's last standing, the season).
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
 use tokio::sync::Notify;
 
-use super::derive::Move;
+use super::derive::{Move, Standings};
 use super::outbox::Outbox;
 use super::SessionId;
 
@@ -19,7 +18,7 @@ pub(super) struct Board {
     /// Distinguishes this board entry from a later one with the same id (the worker of a
     /// removed entry must not adopt its successor).
     pub epoch: u64,
-    pub subs: HashMap<SubKey, Sub>,
+    pub subs: foldhash::HashMap<SubKey, Sub>,
     pub dirty: Dirty,
     pub wake: Arc<Notify>,
     /// The last event's seq: pub/sub delivers in publish order, so a smaller one means Redis
@@ -28,7 +27,7 @@ pub(super) struct Board {
     /// The highest seq known committed; a later read below it means Redis lost its data.
     pub high_seq: u64,
     /// Each player's last known standing, for `me` (and its `previous_rank`).
-    pub me: HashMap<Id, MeState>,
+    pub me: Standings,
     /// The season the views last showed.
     pub season: Option<String>,
     /// Moves of the events since the last flush, in order, for deriving `me` standings
@@ -38,15 +37,6 @@ pub(super) struct Board {
     /// Whether the board ranks ordinally (`None` until the worker read the config): only then
     /// are standings derived from events.
     pub ordinal: Option<bool>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
-pub(super) struct MeState {
-    pub score: Option<i64>,
-    pub rank: Option<u64>,
-    pub previous_rank: Option<u64>,
-    /// The `seq` this standing reflects; `None` = unknown (to be read).
-    pub at: Option<u64>,
 }
 
 pub(super) struct Sub {
@@ -91,7 +81,7 @@ pub(super) struct Dirty {
     /// Send every view as a fresh snapshot with `resync: true`.
     pub resync: bool,
     /// Players whose own score changed.
-    pub players: HashSet<Id>,
+    pub players: foldhash::HashSet<Id>,
     /// Rank ranges whose occupants may have moved (inclusive; `u64::MAX` = to the end).
     pub ranges: Vec<(u64, u64)>,
     /// Someone joined or left: `top.total` changed.
@@ -103,12 +93,12 @@ impl Board {
     pub fn new(epoch: u64, wake: Arc<Notify>) -> Board {
         Board {
             epoch,
-            subs: HashMap::new(),
+            subs: Default::default(),
             dirty: Dirty::default(),
             wake,
             last_event_seq: 0,
             high_seq: 0,
-            me: HashMap::new(),
+            me: Standings::default(),
             season: None,
             pending: Vec::new(),
             pending_seqs: Vec::new(),
@@ -127,9 +117,7 @@ impl Board {
     pub fn forget_standings(&mut self) {
         self.pending.clear();
         self.pending_seqs.clear();
-        for st in self.me.values_mut() {
-            st.at = None;
-        }
+        self.me.forget();
     }
 
     /// Every view is to be re-sent as a fresh snapshot, and `seq` ordering restarts.

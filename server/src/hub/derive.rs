@@ -13,12 +13,16 @@
 //! moves no one and one move can shift a whole group of equals), a standing older than the first
 //! event at hand (a `seq` gap, or a snapshot read before events the hub already consumed), a new
 //! season. A mover whose derived rank disagrees with the `previous_rank` its event carries makes
-//! [`apply`] report [`Inconsistent`]: the caller reads everything again.
+//! the standings it was derived with unknown: the caller reads them again.
 //!
-//! Cost: `O((W + K) log² W + K·M)` for `W` standings, `K` moves and `M` standings that move
-//! themselves; no per-watcher work for a move that does not reach the watcher's rank.
-
-use std::collections::HashMap;
+//! [`Standings`] keeps every known standing of a board between flushes. Those at the board's
+//! latest derived `seq` form the *ladder*: kept sorted by rank across flushes, because moves never
+//! change the order of the players that do not move themselves. A flush takes the ladder's movers
+//! out, shifts the rest with a Fenwick tree over their positions (range add, point query) and
+//! merges the movers back: `O(W + K log² W + K·M)` for `W` standings, `K` moves and `M` standings
+//! that move themselves, with no sort, no map built and no allocation once the buffers have grown.
+//! A standing learned from a read at another `seq` is *loose* until the next flush derives it up to
+//! the ladder's `seq` (or finds it too old) and merges it in.
 
 use scorecast_shared::Id;
 
@@ -32,85 +36,445 @@ pub struct Move {
     pub previous_rank: Option<u64>,
 }
 
-/// A player's standing on the board: points and 1-based rank (`None` = not on the board).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Standing {
+/// A player's last known standing on the board.
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+pub struct MeState {
+    /// Points and 1-based rank (`None` = not on the board).
     pub score: Option<i64>,
     pub rank: Option<u64>,
+    /// The rank before the last change.
+    pub previous_rank: Option<u64>,
+    /// The `seq` this standing reflects; `None` = unknown (to be read).
+    pub at: Option<u64>,
 }
 
-/// A mover's standing disagreed with its event: what the caller knows is stale.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Inconsistent;
+/// Which set a standing belongs to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Group {
+    /// At the ladder's `seq`.
+    Ladder,
+    /// Loose (at a `seq` of its own) or unknown.
+    Apart,
+    /// Loose, being derived on its own during a flush.
+    Catching,
+}
 
-/// Applies `moves` in order to the `watched` standings (ordinal ranking only).
-pub fn apply(watched: &mut [(&Id, &mut Standing)], moves: &[Move]) -> Result<(), Inconsistent> {
-    if moves.is_empty() {
-        return Ok(());
+struct Slot {
+    player: Id,
+    /// `at` is the ladder's for a [`Group::Ladder`] slot (kept in [`Standings::at`]).
+    st: MeState,
+    group: Group,
+    /// In [`Standings::loose`].
+    loose: bool,
+    /// Moves itself in the flush being derived; `was` is its standing before.
+    moving: bool,
+    was: (Option<i64>, Option<u64>),
+    /// Its standing changed in the last flush.
+    changed: bool,
+}
+
+/// What a derivation did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Derived {
+    /// Standings brought up to date from the events.
+    pub derived: u64,
+    /// A mover disagreed with its event: the standings derived with it became unknown.
+    pub inconsistent: bool,
+}
+
+/// Every known `me` standing of one board (see the module doc).
+#[derive(Default)]
+pub struct Standings {
+    index: foldhash::HashMap<Id, u32>,
+    slots: Vec<Slot>,
+    /// The `seq` of every ladder standing.
+    at: Option<u64>,
+    /// The ladder's standings that are on the board, as (rank, slot), sorted by rank. May hold
+    /// slots that left the ladder since (dropped at the next flush).
+    order: Vec<(u64, u32)>,
+    /// Ladder slots, ranked or not.
+    members: u64,
+    loose: Vec<u32>,
+    changed: Vec<u32>,
+    // Buffers kept between flushes.
+    movers: Vec<u32>,
+    fenwick: Vec<i64>,
+    spare: Vec<(u64, u32)>,
+    back: Vec<(u64, u32)>,
+    catching: Vec<(u64, u32)>,
+}
+
+impl Standings {
+    /// `player`'s last known standing.
+    pub fn get(&self, player: &Id) -> Option<MeState> {
+        self.get_key_value(player).map(|(_, st)| st)
     }
-    let index: HashMap<&Id, usize> = watched
-        .iter()
-        .enumerate()
-        .map(|(i, (id, _))| (*id, i))
-        .collect();
-    let mut moving = vec![false; watched.len()];
-    for m in moves {
-        if let Some(&i) = index.get(&m.player) {
-            moving[i] = true;
+
+    /// `player`'s last known standing, with the id it is kept under.
+    pub fn get_key_value(&self, player: &Id) -> Option<(&Id, MeState)> {
+        let slot = &self.slots[*self.index.get(player)? as usize];
+        Some((&slot.player, self.state(slot)))
+    }
+
+    fn state(&self, slot: &Slot) -> MeState {
+        let mut st = slot.st;
+        if slot.group == Group::Ladder {
+            st.at = self.at;
         }
+        st
     }
-    // Watchers that never move keep their order: a sorted array with a Fenwick tree of shifts.
-    let mut fixed: Vec<(u64, usize)> = watched
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !moving[*i])
-        .filter_map(|(i, (_, s))| s.rank.map(|r| (r, i)))
-        .collect();
-    fixed.sort_unstable();
-    let mut shifts = Fenwick::new(fixed.len());
-    // Watchers that move themselves: few, updated one by one.
-    let movers: Vec<usize> = (0..watched.len()).filter(|i| moving[*i]).collect();
-    for m in moves {
-        let old = m.previous_rank.unwrap_or(u64::MAX);
-        let new = m.rank.unwrap_or(u64::MAX);
-        let span = match new.cmp(&old) {
-            std::cmp::Ordering::Less => Some((new, old - 1, 1)),
-            std::cmp::Ordering::Greater => Some((old + 1, new, -1)),
-            std::cmp::Ordering::Equal => None,
+
+    /// Whether `player`'s standing changed in the last [`Standings::derive`].
+    pub fn changed(&self, player: &Id) -> bool {
+        self.get_changed(player).is_some_and(|(_, c)| c)
+    }
+
+    /// `player`'s last known standing, and whether the last [`Standings::derive`] changed it.
+    pub fn get_changed(&self, player: &Id) -> Option<(MeState, bool)> {
+        let slot = &self.slots[*self.index.get(player)? as usize];
+        Some((self.state(slot), slot.changed))
+    }
+
+    /// Records a standing read at `seq` (unless what is known is newer): `previous_rank` becomes
+    /// the rank before, if the standing changed. Returns the standing now known.
+    pub fn learn(
+        &mut self,
+        player: &Id,
+        score: Option<i64>,
+        rank: Option<u64>,
+        seq: u64,
+    ) -> MeState {
+        let s = match self.index.get(player) {
+            Some(&s) => s,
+            None => {
+                let s = self.slots.len() as u32;
+                self.index.insert(player.clone(), s);
+                self.slots.push(Slot {
+                    player: player.clone(),
+                    st: MeState::default(),
+                    group: Group::Apart,
+                    loose: false,
+                    moving: false,
+                    was: (None, None),
+                    changed: false,
+                });
+                s
+            }
         };
-        let me = index.get(&m.player).copied();
-        if let Some(i) = me {
-            if watched[i].1.rank != m.previous_rank {
-                return Err(Inconsistent);
+        let current = self.state(&self.slots[s as usize]);
+        if current.at.is_some_and(|at| at > seq) {
+            return current;
+        }
+        let slot = &mut self.slots[s as usize];
+        slot.st = current;
+        if (current.score, current.rank) != (score, rank) {
+            slot.st.previous_rank = current.rank;
+            slot.st.score = score;
+            slot.st.rank = rank;
+        }
+        slot.st.at = Some(seq);
+        if slot.group == Group::Ladder {
+            // Its entry in `order` is dropped at the next flush.
+            slot.group = Group::Apart;
+            self.members -= 1;
+        }
+        if !slot.loose {
+            slot.loose = true;
+            self.loose.push(s);
+        }
+        slot.st
+    }
+
+    /// Every standing becomes unknown (to be read).
+    pub fn forget(&mut self) {
+        for slot in &mut self.slots {
+            slot.st.at = None;
+            slot.group = Group::Apart;
+            slot.loose = false;
+        }
+        self.at = None;
+        self.order.clear();
+        self.loose.clear();
+        self.members = 0;
+    }
+
+    /// Forgets every player (a new season).
+    pub fn clear(&mut self) {
+        *self = Standings::default();
+    }
+
+    /// Applies the moves of the events at hand (`seqs`: each event's `seq` and the index of its
+    /// first move, ascending) to every known standing. Afterwards [`Standings::changed`] tells
+    /// which changed, and a standing that cannot be derived (older than the first event at hand,
+    /// or derived with a mover that disagreed with its event) is unknown.
+    pub fn derive(&mut self, moves: &[Move], seqs: &[(u64, usize)]) -> Derived {
+        for s in std::mem::take(&mut self.changed) {
+            self.slots[s as usize].changed = false;
+        }
+        let mut out = Derived::default();
+        let slots = &self.slots;
+        self.order
+            .retain(|&(_, s)| slots[s as usize].group == Group::Ladder);
+        let (Some(&(first, _)), Some(&(last, _))) = (seqs.first(), seqs.last()) else {
+            if let Some(at) = self.at {
+                self.catch_up(at, first_after(at), moves, seqs, &mut out);
+            }
+            return out;
+        };
+        if let Some(at) = self.at {
+            if at + 1 < first {
+                // Events were consumed without the ladder: it is stale.
+                self.drop_group(Group::Ladder);
+            } else {
+                let i = seqs.partition_point(|e| e.0 <= at);
+                if let Some(&(_, start)) = seqs.get(i) {
+                    let mut order = std::mem::take(&mut self.order);
+                    let ok = self.shift(Group::Ladder, &mut order, &moves[start..]);
+                    self.order = order;
+                    if ok {
+                        out.derived += self.members;
+                    } else {
+                        out.inconsistent = true;
+                        self.drop_group(Group::Ladder);
+                    }
+                }
             }
         }
-        if let Some((lo, hi, d)) = span {
-            let at = |k: usize| (fixed[k].0 as i64 + shifts.sum(k)) as u64;
-            let a = first(fixed.len(), |k| at(k) >= lo);
-            let b = first(fixed.len(), |k| at(k) > hi);
-            shifts.add(a, d);
-            shifts.add(b, -d);
-            for &k in &movers {
-                if Some(k) == me {
-                    continue;
+        let at = self.at.map_or(last, |a| a.max(last));
+        self.at = Some(at);
+        self.catch_up(at, first, moves, seqs, &mut out);
+        out
+    }
+
+    /// Derives the loose standings up to the ladder's `at` (those from `first - 1` on: older ones
+    /// missed events and become unknown) and merges them into the ladder.
+    fn catch_up(
+        &mut self,
+        at: u64,
+        first: u64,
+        moves: &[Move],
+        seqs: &[(u64, usize)],
+        out: &mut Derived,
+    ) {
+        if self.loose.is_empty() {
+            return;
+        }
+        let mut waiting = std::mem::take(&mut self.catching);
+        waiting.clear();
+        for s in std::mem::take(&mut self.loose) {
+            let slot = &mut self.slots[s as usize];
+            slot.loose = false;
+            match slot.st.at {
+                // Unknown: read.
+                None => {}
+                Some(a) if a == at => self.join(s),
+                // Newer than the events at hand: derived once they are.
+                Some(a) if a > at => {
+                    slot.loose = true;
+                    self.loose.push(s);
                 }
-                let s = &mut *watched[k].1;
-                if let Some(r) = s.rank.filter(|r| (lo..=hi).contains(r)) {
-                    s.rank = Some(r.wrapping_add_signed(d));
-                }
+                Some(a) if a + 1 < first => slot.st.at = None,
+                Some(a) => waiting.push((a, s)),
             }
         }
-        if let Some(i) = me {
-            *watched[i].1 = Standing {
-                score: m.score,
-                rank: m.rank,
+        waiting.sort_unstable();
+        let mut k = 0;
+        while k < waiting.len() {
+            let a = waiting[k].0;
+            let n = waiting[k..].partition_point(|w| w.0 == a);
+            let group = &waiting[k..k + n];
+            k += n;
+            let mut order: Vec<(u64, u32)> = Vec::with_capacity(group.len());
+            for &(_, s) in group {
+                let slot = &mut self.slots[s as usize];
+                slot.group = Group::Catching;
+                if let Some(r) = slot.st.rank {
+                    order.push((r, s));
+                }
+            }
+            order.sort_unstable();
+            let Some(&(_, start)) = seqs.get(seqs.partition_point(|e| e.0 <= a)) else {
+                // The events after it were consumed already: it missed them.
+                self.drop_group(Group::Catching);
+                continue;
             };
+            if self.shift(Group::Catching, &mut order, &moves[start..]) {
+                out.derived += group.len() as u64;
+                for &(_, s) in group {
+                    self.join(s);
+                }
+            } else {
+                out.inconsistent = true;
+                self.drop_group(Group::Catching);
+            }
+        }
+        self.catching = waiting;
+    }
+
+    /// Puts a standing at the ladder's `seq` into the ladder.
+    fn join(&mut self, s: u32) {
+        let slot = &mut self.slots[s as usize];
+        slot.group = Group::Ladder;
+        self.members += 1;
+        if let Some(r) = slot.st.rank {
+            insert_sorted(&mut self.order, &mut self.spare, &[(r, s)]);
         }
     }
-    for (k, &(r, i)) in fixed.iter().enumerate() {
-        watched[i].1.rank = Some((r as i64 + shifts.sum(k)) as u64);
+
+    /// Every standing of `group` becomes unknown.
+    fn drop_group(&mut self, group: Group) {
+        for slot in &mut self.slots {
+            if slot.group == group {
+                slot.group = Group::Apart;
+                slot.st.at = None;
+                slot.moving = false;
+            }
+        }
+        if group == Group::Ladder {
+            self.order.clear();
+            self.members = 0;
+        }
     }
-    Ok(())
+
+    /// Applies `moves` in order to the standings of `group`, whose ranked ones `order` lists
+    /// sorted by rank. False if a mover disagreed with its event.
+    fn shift(&mut self, group: Group, order: &mut Vec<(u64, u32)>, moves: &[Move]) -> bool {
+        let Standings {
+            index,
+            slots,
+            changed,
+            movers,
+            fenwick,
+            spare,
+            back,
+            ..
+        } = self;
+        movers.clear();
+        for m in moves {
+            if let Some(&s) = index.get(&m.player) {
+                let slot = &mut slots[s as usize];
+                if slot.group == group && !slot.moving {
+                    slot.moving = true;
+                    slot.was = (slot.st.score, slot.st.rank);
+                    movers.push(s);
+                }
+            }
+        }
+        if !movers.is_empty() {
+            order.retain(|&(_, s)| !slots[s as usize].moving);
+        }
+        // Players that do not move themselves keep their order: shifts are range adds over
+        // their positions.
+        let mut shifts = Fenwick::reset(fenwick, order.len());
+        for m in moves {
+            let me = index
+                .get(&m.player)
+                .copied()
+                .filter(|&s| slots[s as usize].moving);
+            if let Some(s) = me {
+                if slots[s as usize].st.rank != m.previous_rank {
+                    for &s in movers.iter() {
+                        slots[s as usize].moving = false;
+                    }
+                    return false;
+                }
+            }
+            let old = m.previous_rank.unwrap_or(u64::MAX);
+            let new = m.rank.unwrap_or(u64::MAX);
+            let span = match new.cmp(&old) {
+                std::cmp::Ordering::Less => Some((new, old - 1, 1)),
+                std::cmp::Ordering::Greater => Some((old + 1, new, -1)),
+                std::cmp::Ordering::Equal => None,
+            };
+            if let Some((lo, hi, d)) = span {
+                let at = |k: usize| (order[k].0 as i64 + shifts.sum(k)) as u64;
+                let a = first(order.len(), |k| at(k) >= lo);
+                let b = first(order.len(), |k| at(k) > hi);
+                shifts.add(a, d);
+                shifts.add(b, -d);
+                for &k in movers.iter() {
+                    if Some(k) == me {
+                        continue;
+                    }
+                    let st = &mut slots[k as usize].st;
+                    if let Some(r) = st.rank.filter(|r| (lo..=hi).contains(r)) {
+                        st.rank = Some(r.wrapping_add_signed(d));
+                    }
+                }
+            }
+            if let Some(s) = me {
+                let st = &mut slots[s as usize].st;
+                st.score = m.score;
+                st.rank = m.rank;
+            }
+        }
+        for (k, entry) in order.iter_mut().enumerate() {
+            let d = shifts.sum(k);
+            if d == 0 {
+                continue;
+            }
+            let r = (entry.0 as i64 + d) as u64;
+            entry.0 = r;
+            let slot = &mut slots[entry.1 as usize];
+            slot.st.previous_rank = slot.st.rank;
+            slot.st.rank = Some(r);
+            if !slot.changed {
+                slot.changed = true;
+                changed.push(entry.1);
+            }
+        }
+        back.clear();
+        for &s in movers.iter() {
+            let slot = &mut slots[s as usize];
+            slot.moving = false;
+            if (slot.st.score, slot.st.rank) != slot.was {
+                slot.st.previous_rank = slot.was.1;
+                if !slot.changed {
+                    slot.changed = true;
+                    changed.push(s);
+                }
+            }
+            if let Some(r) = slot.st.rank {
+                back.push((r, s));
+            }
+        }
+        back.sort_unstable();
+        insert_sorted(order, spare, back);
+        true
+    }
+}
+
+/// The first `seq` after `at` (no event at hand: nothing is older than the ladder).
+fn first_after(at: u64) -> u64 {
+    at.saturating_add(1)
+}
+
+/// Merges the sorted `add` into the sorted `order` (`spare`: a buffer kept between calls).
+fn insert_sorted(order: &mut Vec<(u64, u32)>, spare: &mut Vec<(u64, u32)>, add: &[(u64, u32)]) {
+    match add {
+        [] => {}
+        [one] => {
+            let i = order.partition_point(|e| e < one);
+            order.insert(i, *one);
+        }
+        _ => {
+            spare.clear();
+            spare.reserve(order.len() + add.len());
+            let (mut i, mut j) = (0, 0);
+            while i < order.len() && j < add.len() {
+                if order[i] < add[j] {
+                    spare.push(order[i]);
+                    i += 1;
+                } else {
+                    spare.push(add[j]);
+                    j += 1;
+                }
+            }
+            spare.extend_from_slice(&order[i..]);
+            spare.extend_from_slice(&add[j..]);
+            std::mem::swap(order, spare);
+        }
+    }
 }
 
 /// The first `k` in `0..n` for which `pred` holds (`pred` monotone: false then true), or `n`.
@@ -127,12 +491,16 @@ fn first(n: usize, pred: impl Fn(usize) -> bool) -> usize {
     lo
 }
 
-/// Range add (as two point adds on the difference array), point query (a prefix sum).
-struct Fenwick(Vec<i64>);
+/// Range add (as two point adds on the difference array), point query (a prefix sum), over a
+/// buffer kept between flushes.
+struct Fenwick<'a>(&'a mut Vec<i64>);
 
-impl Fenwick {
-    fn new(n: usize) -> Fenwick {
-        Fenwick(vec![0; n + 1])
+impl Fenwick<'_> {
+    /// `n` zeros in `buf`.
+    fn reset(buf: &mut Vec<i64>, n: usize) -> Fenwick<'_> {
+        buf.clear();
+        buf.resize(n + 1, 0);
+        Fenwick(buf)
     }
 
     /// Adds `d` to every element from `k` on.
@@ -195,20 +563,24 @@ mod tests {
             }
         }
 
-        fn standing(&self, p: &str) -> Standing {
-            Standing {
-                score: self.0.get(p).copied(),
-                rank: self.rank(p),
-            }
+        fn standing(&self, p: &str) -> (Option<i64>, Option<u64>) {
+            (self.0.get(p).copied(), self.rank(p))
         }
     }
 
-    fn check(model: &Model, known: &mut [(Id, Standing)], moves: &[Move]) {
-        let mut view: Vec<(&Id, &mut Standing)> = known.iter_mut().map(|(p, s)| (&*p, s)).collect();
-        apply(&mut view, moves).expect("consistent");
-        for (p, s) in known.iter() {
-            assert_eq!(*s, model.standing(p.as_str()), "{p} after {moves:?}");
+    fn known(st: &Standings, p: &str) -> (Option<i64>, Option<u64>) {
+        let s = st.get(&id(p)).expect("a known player");
+        (s.score, s.rank)
+    }
+
+    /// Standings that know `players` as the model has them at `seq`.
+    fn learned(m: &Model, players: &[&str], seq: u64) -> Standings {
+        let mut st = Standings::default();
+        for p in players {
+            let (score, rank) = m.standing(p);
+            st.learn(&id(p), score, rank, seq);
         }
+        st
     }
 
     #[test]
@@ -217,15 +589,31 @@ mod tests {
         for (p, s) in [("a", 50), ("b", 40), ("c", 30), ("d", 20), ("e", 10)] {
             m.set(p, Some(s));
         }
-        let mut known: Vec<(Id, Standing)> = ["a", "b", "c", "d", "e"]
-            .iter()
-            .map(|p| (id(p), m.standing(p)))
-            .collect();
+        let players = ["a", "b", "c", "d", "e"];
+        let mut st = learned(&m, &players, 1);
+        assert_eq!(st.derive(&[], &[]).derived, 0, "no event: nothing derived");
         let mv = m.set("d", Some(45));
         assert_eq!((mv.rank, mv.previous_rank), (Some(2), Some(4)));
-        check(&m, &mut known, &[mv]);
-        assert_eq!(known[0].1.rank, Some(1), "above the move: unchanged");
-        assert_eq!(known[4].1.rank, Some(5), "below the move: unchanged");
+        let d = st.derive(&[mv], &[(2, 0)]);
+        assert_eq!(
+            d,
+            Derived {
+                derived: 5,
+                inconsistent: false
+            }
+        );
+        for p in players {
+            assert_eq!(known(&st, p), m.standing(p), "{p}");
+            assert_eq!(st.get(&id(p)).and_then(|s| s.at), Some(2));
+        }
+        let changed: Vec<&str> = players.into_iter().filter(|p| st.changed(&id(p))).collect();
+        assert_eq!(
+            changed,
+            ["b", "c", "d"],
+            "above and below the move: unchanged"
+        );
+        let c = st.get(&id("c")).expect("known");
+        assert_eq!((c.rank, c.previous_rank), (Some(4), Some(3)));
     }
 
     #[test]
@@ -234,10 +622,8 @@ mod tests {
         for (p, s) in [("a", 50), ("b", 40), ("c", 30)] {
             m.set(p, Some(s));
         }
-        let mut known: Vec<(Id, Standing)> = ["a", "b", "c", "z"]
-            .iter()
-            .map(|p| (id(p), m.standing(p)))
-            .collect();
+        let players = ["a", "b", "c", "z"];
+        let mut st = learned(&m, &players, 3);
         let moves = vec![
             m.set("x", Some(45)),
             m.set("a", Some(10)),
@@ -246,27 +632,66 @@ mod tests {
             m.set("a", Some(60)),
             m.set("y", Some(1)),
         ];
-        check(&m, &mut known, &moves);
+        let d = st.derive(&moves, &[(4, 0), (5, 3)]);
+        assert!(!d.inconsistent);
+        for p in players {
+            assert_eq!(known(&st, p), m.standing(p), "{p}");
+        }
     }
 
     #[test]
-    fn a_mover_that_disagrees_with_its_event_is_inconsistent() {
-        let a = id("a");
-        let mut s = Standing {
-            score: Some(5),
-            rank: Some(3),
-        };
+    fn a_mover_that_disagrees_with_its_event_makes_its_group_unknown() {
+        let mut st = Standings::default();
+        st.learn(&id("a"), Some(5), Some(3), 1);
+        st.learn(&id("b"), Some(9), Some(1), 1);
         let mv = Move {
-            player: a.clone(),
+            player: id("a"),
             score: Some(9),
             rank: Some(1),
             previous_rank: Some(2),
         };
-        assert_eq!(apply(&mut [(&a, &mut s)], &[mv]), Err(Inconsistent));
+        assert!(st.derive(&[mv], &[(2, 0)]).inconsistent);
+        assert_eq!(st.get(&id("a")).and_then(|s| s.at), None);
+        assert_eq!(st.get(&id("b")).and_then(|s| s.at), None);
     }
 
     #[test]
-    fn random_batches_match_the_model() {
+    fn a_standing_older_than_the_events_at_hand_becomes_unknown() {
+        let mut m = Model::default();
+        m.set("a", Some(5));
+        let mut st = learned(&m, &["a"], 1);
+        let mv = m.set("b", Some(9));
+        // Seqs 2..=4 were consumed without `a`.
+        st.derive(&[mv], &[(5, 0)]);
+        assert_eq!(st.get(&id("a")).and_then(|s| s.at), None);
+        // Read again, it joins at the next flush.
+        let (score, rank) = m.standing("a");
+        st.learn(&id("a"), score, rank, 5);
+        let mv = m.set("c", Some(7));
+        assert_eq!(st.derive(&[mv], &[(6, 0)]).derived, 1);
+        assert_eq!(known(&st, "a"), (Some(5), Some(3)));
+    }
+
+    #[test]
+    fn a_read_newer_than_the_ladder_waits_for_its_events() {
+        let mut m = Model::default();
+        m.set("a", Some(5));
+        let mut st = learned(&m, &["a"], 1);
+        let e2 = m.set("b", Some(9));
+        // `b` is read at seq 2 before event 2 reached the hub.
+        let (score, rank) = m.standing("b");
+        st.learn(&id("b"), score, rank, 2);
+        // `a` is derived; `b`, read at the event's seq, joins as it is.
+        assert_eq!(st.derive(&[e2], &[(2, 0)]).derived, 1);
+        let e3 = m.set("c", Some(7));
+        st.derive(&[e3], &[(3, 0)]);
+        for p in ["a", "b"] {
+            assert_eq!(known(&st, p), m.standing(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn random_flushes_match_the_model() {
         // A small deterministic generator: the e2e property test does the same against Redis.
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = |n: u64| {
@@ -275,22 +700,57 @@ mod tests {
             x ^= x << 17;
             x % n
         };
-        let players: Vec<String> = (0..30).map(|i| format!("p{i}")).collect();
+        let players: Vec<String> = (0..40).map(|i| format!("p{i}")).collect();
         let mut m = Model::default();
-        let mut known: Vec<(Id, Standing)> = players
-            .iter()
-            .step_by(2)
-            .map(|p| (id(p), Standing::default()))
-            .collect();
-        for _ in 0..300 {
-            let moves: Vec<Move> = (0..=next(8))
-                .map(|_| {
-                    let p = &players[next(30) as usize];
-                    let score = (next(10) != 0).then(|| next(40) as i64);
-                    m.set(p, score)
-                })
-                .collect();
-            check(&m, &mut known, &moves);
+        let mut st = Standings::default();
+        let mut seq = 0u64;
+        // Every other player watched from the start (absent at seq 0).
+        for p in players.iter().step_by(2) {
+            st.learn(&id(p), None, None, 0);
         }
+        for _ in 0..400 {
+            let before: Vec<_> = players.iter().map(|p| m.standing(p)).collect();
+            let (mut moves, mut seqs) = (Vec::new(), Vec::new());
+            let mut learned_now = Vec::new();
+            for _ in 0..=next(4) {
+                seq += 1;
+                seqs.push((seq, moves.len()));
+                for _ in 0..=next(6) {
+                    let p = &players[next(40) as usize];
+                    let score = (next(10) != 0).then(|| next(60) as i64);
+                    moves.push(m.set(p, score));
+                }
+                if next(3) == 0 {
+                    // A snapshot read at this seq, before the flush.
+                    let p = &players[next(40) as usize];
+                    let (score, rank) = m.standing(p);
+                    st.learn(&id(p), score, rank, seq);
+                    learned_now.push(p.clone());
+                }
+            }
+            let d = st.derive(&moves, &seqs);
+            assert!(!d.inconsistent);
+            for (i, p) in players.iter().enumerate() {
+                let Some(s) = st.get(&id(p)) else { continue };
+                let Some(at) = s.at else { continue };
+                assert_eq!(at, seq, "{p} brought up to the last seq");
+                assert_eq!((s.score, s.rank), m.standing(p), "{p} after {moves:?}");
+                if !learned_now.contains(p) {
+                    assert_eq!(
+                        st.changed(&id(p)),
+                        before[i] != m.standing(p),
+                        "{p} changed"
+                    );
+                }
+            }
+        }
+        assert!(
+            players
+                .iter()
+                .all(|p| st.get(&id(p)).is_some_and(|s| s.at.is_some()) || {
+                    !players.iter().step_by(2).any(|q| q == p)
+                }),
+            "the standings watched from the start are all still derived"
+        );
     }
 }

@@ -17,7 +17,7 @@
 //!
 //! The lock is a std `Mutex`: it is held for a few pointer moves and never across an `.await`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -42,16 +42,41 @@ struct Inner {
     /// A WebSocket ping is due; sent before anything else and never counted.
     ping: bool,
     direct: VecDeque<Message>,
-    /// Pending view updates and the order in which their slots became pending.
-    slots: HashMap<ViewKey, ByteString>,
-    order: VecDeque<ViewKey>,
+    /// One slot per view the hub offered an update for (until the view is dropped), so that
+    /// offering an update allocates nothing but its message. A session holds a few views: a
+    /// linear search is the cheapest lookup.
+    slots: Vec<ViewSlot>,
+    /// Slots holding an update.
+    pending: usize,
+    /// Stamps the order in which slots became pending: the oldest is sent first.
+    turn: u64,
     /// Since when the queue has held `capacity` messages or more.
     full_since: Option<Instant>,
 }
 
+struct ViewSlot {
+    key: ViewKey,
+    text: Option<ByteString>,
+    turn: u64,
+}
+
 impl Inner {
     fn len(&self) -> usize {
-        self.direct.len() + self.slots.len()
+        self.direct.len() + self.pending
+    }
+
+    /// The oldest pending view update.
+    fn pop_view(&mut self) -> Option<ByteString> {
+        if self.pending == 0 {
+            return None;
+        }
+        let slot = self
+            .slots
+            .iter_mut()
+            .filter(|s| s.text.is_some())
+            .min_by_key(|s| s.turn)?;
+        self.pending -= 1;
+        slot.text.take()
     }
 
     fn update_full(&mut self, capacity: usize) {
@@ -101,23 +126,45 @@ impl Outbox {
     }
 
     /// Puts the latest state of a view in its slot, replacing an unsent stale one.
-    pub fn offer_view(&self, key: &ViewKey, text: ByteString) {
-        let mut g = self.lock();
-        if g.slots.insert(key.clone(), text).is_none() {
-            g.order.push_back(key.clone());
-        } else {
-            crate::metrics::COALESCED.inc();
+    pub fn offer_view(&self, board: &Id, kind: ViewKind, text: ByteString) {
+        let mut guard = self.lock();
+        let g = &mut *guard;
+        let turn = g.turn;
+        match g
+            .slots
+            .iter_mut()
+            .find(|s| s.key.1 == kind && s.key.0 == *board)
+        {
+            Some(slot) => match slot.text.replace(text) {
+                Some(_) => crate::metrics::COALESCED.inc(),
+                None => {
+                    slot.turn = turn;
+                    g.turn += 1;
+                    g.pending += 1;
+                }
+            },
+            None => {
+                g.slots.push(ViewSlot {
+                    key: (board.clone(), kind),
+                    text: Some(text),
+                    turn,
+                });
+                g.turn += 1;
+                g.pending += 1;
+            }
         }
         g.update_full(self.capacity);
-        drop(g);
+        drop(guard);
         self.notify.notify_one();
     }
 
     /// Forgets an unsent update of a view that was unsubscribed.
     pub fn drop_view(&self, key: &ViewKey) {
         let mut g = self.lock();
-        if g.slots.remove(key).is_some() {
-            g.order.retain(|k| k != key);
+        if let Some(i) = g.slots.iter().position(|s| s.key == *key) {
+            if g.slots.swap_remove(i).text.is_some() {
+                g.pending -= 1;
+            }
         }
         g.update_full(self.capacity);
     }
@@ -148,14 +195,7 @@ impl Outbox {
         } else if let Some(m) = g.direct.pop_front() {
             Some(m)
         } else {
-            loop {
-                let Some(key) = g.order.pop_front() else {
-                    break None;
-                };
-                if let Some(text) = g.slots.remove(&key) {
-                    break Some(Message::Text(text));
-                }
-            }
+            g.pop_view().map(Message::Text)
         };
         g.update_full(self.capacity);
         msg
@@ -202,8 +242,8 @@ mod tests {
     fn a_view_update_replaces_the_stale_one() {
         let o = Outbox::new(4);
         let top = key("b", ViewKind::Top);
-        o.offer_view(&top, "1".into());
-        o.offer_view(&top, "2".into());
+        o.offer_view(&top.0, top.1, "1".into());
+        o.offer_view(&top.0, top.1, "2".into());
         o.push(Message::Text("ack".into()));
         assert_eq!(text(o.pop()), "ack", "answers go first");
         assert_eq!(text(o.pop()), "2", "only the latest view state is sent");
@@ -215,11 +255,11 @@ mod tests {
         let o = Outbox::new(2);
         o.push(Message::Text("a".into()));
         assert!(o.full_since().is_none());
-        o.offer_view(&key("b", ViewKind::Me), "m".into());
+        o.offer_view(&key("b", ViewKind::Me).0, ViewKind::Me, "m".into());
         assert!(o.full_since().is_some());
         assert!(!o.offer(Message::Text("n".into())));
         // Views are still accepted: the queue keeps the latest state of every view.
-        o.offer_view(&key("b", ViewKind::Top), "t".into());
+        o.offer_view(&key("b", ViewKind::Top).0, ViewKind::Top, "t".into());
         o.pop();
         o.pop();
         assert!(o.full_since().is_none());
@@ -245,9 +285,25 @@ mod tests {
     fn dropped_views_are_not_sent() {
         let o = Outbox::new(4);
         let k = key("b", ViewKind::Around);
-        o.offer_view(&k, "x".into());
+        o.offer_view(&k.0, k.1, "x".into());
         o.drop_view(&k);
         assert!(o.is_empty());
         assert!(o.pop().is_none());
+    }
+
+    /// Pending views go out oldest first, a replaced one keeps its turn, and a sent slot
+    /// takes a new turn when it is offered again.
+    #[test]
+    fn view_updates_go_out_in_the_order_they_became_pending() {
+        let o = Outbox::new(8);
+        let (a, b) = (key("a", ViewKind::Me), key("b", ViewKind::Me));
+        o.offer_view(&a.0, a.1, "a1".into());
+        o.offer_view(&b.0, b.1, "b1".into());
+        o.offer_view(&a.0, a.1, "a2".into());
+        assert_eq!(text(o.pop()), "a2");
+        o.offer_view(&a.0, a.1, "a3".into());
+        assert_eq!(text(o.pop()), "b1");
+        assert_eq!(text(o.pop()), "a3");
+        assert!(o.pop().is_none() && o.is_empty());
     }
 }

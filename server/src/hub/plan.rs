@@ -7,12 +7,11 @@
 //! together, in one bulk read per flush. The worker sends the three concurrently, on one
 //! multiplexed connection: one round trip per board per flush, whatever the number of viewers.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use scorecast_shared::{Id, View};
 
-use super::board::{Board, MeState, SubKey};
-use super::derive::{self, Move, Standing};
+use super::board::{Board, SubKey};
 use crate::metrics;
 use crate::store::Read;
 
@@ -103,84 +102,6 @@ pub(super) fn meets(ranges: &[(u64, u64)], a: u64, b: u64) -> bool {
     ranges.get(i).is_some_and(|r| r.0 <= b)
 }
 
-/// What deriving did to the watched `me` standings.
-#[derive(Default)]
-struct Derived {
-    /// Standings that changed (their views get a message, with no read).
-    changed: HashSet<Id>,
-    /// Standings that cannot be derived (unknown, older than the events at hand, or
-    /// inconsistent): read.
-    unknown: HashSet<Id>,
-}
-
-/// Applies the pending moves to the standings of `players` (`derive.rs`), grouped by the `seq`
-/// each standing is at: each group gets the moves of the events after it.
-fn derive_me(
-    me: &mut HashMap<Id, MeState>,
-    players: HashSet<&Id>,
-    moves: &[Move],
-    seqs: &[(u64, usize)],
-) -> Derived {
-    let mut out = Derived::default();
-    let last = seqs.last().map(|s| s.0);
-    let first = seqs.first().map(|s| s.0);
-    // Moves start index -> the players to derive from there.
-    let mut groups: HashMap<usize, Vec<&Id>> = HashMap::new();
-    for p in players {
-        let Some(at) = me.get(p).and_then(|st| st.at) else {
-            out.unknown.insert(p.clone());
-            continue;
-        };
-        match first {
-            None => {}
-            // Events between the standing and the first one at hand were consumed without it.
-            Some(f) if at + 1 < f => {
-                out.unknown.insert(p.clone());
-            }
-            Some(_) => {
-                let i = seqs.partition_point(|s| s.0 <= at);
-                if let Some(&(_, start)) = seqs.get(i) {
-                    groups.entry(start).or_default().push(p);
-                }
-            }
-        }
-    }
-    for (start, players) in groups {
-        let mut standings: Vec<(Id, Standing)> = players
-            .iter()
-            .map(|p| {
-                let st = me.get(*p).copied().unwrap_or_default();
-                let s = Standing {
-                    score: st.score,
-                    rank: st.rank,
-                };
-                ((*p).clone(), s)
-            })
-            .collect();
-        let mut view: Vec<(&Id, &mut Standing)> =
-            standings.iter_mut().map(|(p, s)| (&*p, s)).collect();
-        if derive::apply(&mut view, &moves[start..]).is_err() {
-            tracing::warn!("a derived rank disagreed with its event; reading the standings");
-            out.unknown.extend(standings.into_iter().map(|(p, _)| p));
-            continue;
-        }
-        metrics::ME_STANDINGS
-            .with_label_values(&["derived"])
-            .inc_by(standings.len() as u64);
-        for (p, s) in standings {
-            let Some(st) = me.get_mut(&p) else { continue };
-            if (st.score, st.rank) != (s.score, s.rank) {
-                st.previous_rank = st.rank;
-                st.score = s.score;
-                st.rank = s.rank;
-                out.changed.insert(p);
-            }
-            st.at = last;
-        }
-    }
-    out
-}
-
 /// Takes the board's dirty state (if the entry is still the one of `epoch`) and decides which
 /// ready views to recompute.
 pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
@@ -207,17 +128,15 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
     // `me` from the change stream where exact: ordinal boards, in a known season, when no event
     // was lost and nothing asks for everything to be read.
     let derive = b.ordinal == Some(true) && b.season.is_some() && !d.full && !d.resync;
-    let derived = if derive {
-        let players: HashSet<&Id> = b
-            .subs
-            .values()
-            .filter(|s| s.ready && s.view == View::Me)
-            .filter_map(|s| s.player.as_ref())
-            .collect();
-        derive_me(&mut b.me, players, &moves, &seqs)
-    } else {
-        Derived::default()
-    };
+    if derive {
+        let d = b.me.derive(&moves, &seqs);
+        if d.inconsistent {
+            tracing::warn!("a derived rank disagreed with its event; reading the standings");
+        }
+        metrics::ME_STANDINGS
+            .with_label_values(&["derived"])
+            .inc_by(d.derived);
+    }
     let mut reads = HashSet::new();
     let mut me_reads = HashSet::new();
     for (key, sub) in b.subs.iter_mut() {
@@ -227,15 +146,17 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
         let force = std::mem::take(&mut sub.force) || d.full || d.resync;
         let mine = sub.player.as_ref().is_some_and(|p| d.players.contains(p));
         if let (View::Me, Some(p)) = (sub.view, sub.player.as_ref()) {
+            // One lookup: the standing and whether the derivation just changed it.
+            let (known, changed) = b.me.get_changed(p).unzip();
             let read = if derive {
-                derived.unknown.contains(p)
+                known.is_none_or(|m| m.at.is_none())
             } else {
-                force || mine || b.me.get(p).and_then(|m| m.rank).is_some_and(in_ranges)
+                force || mine || known.and_then(|m| m.rank).is_some_and(in_ranges)
             };
             if read {
                 me_reads.insert(p.clone());
             }
-            if read || (derive && (force || derived.changed.contains(p))) {
+            if read || (derive && (force || changed == Some(true))) {
                 plan.targets.push((*key, sub.gen));
             }
             continue;
@@ -278,7 +199,8 @@ mod tests {
     use scorecast_shared::protocol::ViewKind;
     use tokio::sync::Notify;
 
-    use super::super::board::{MeState, Sub};
+    use super::super::board::Sub;
+    use super::super::derive::Move;
     use super::super::outbox::Outbox;
     use super::*;
 
@@ -303,15 +225,7 @@ mod tests {
             .get_mut(&(3, ViewKind::Around))
             .expect("just added")
             .window = Some((20, 24));
-        b.me.insert(
-            id("alice"),
-            MeState {
-                score: Some(5),
-                rank: Some(50),
-                previous_rank: None,
-                at: Some(1),
-            },
-        );
+        b.me.learn(&id("alice"), Some(5), Some(50), 1);
         b
     }
 
@@ -444,7 +358,7 @@ mod tests {
             p.me_reads.is_empty() && p.reads.is_empty(),
             "no read: {p:?}"
         );
-        let alice = b.me[&id("alice")];
+        let alice = b.me.get(&id("alice")).expect("known");
         assert_eq!(
             (alice.rank, alice.previous_rank, alice.score, alice.at),
             (Some(51), Some(50), Some(5), Some(2))
@@ -455,7 +369,11 @@ mod tests {
     fn a_move_elsewhere_sends_nothing_and_the_standing_keeps_up() {
         let mut b = derivable("carol", Some(60), Some(55));
         assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
-        assert_eq!(b.me[&id("alice")].at, Some(2), "derived up to the event");
+        assert_eq!(
+            b.me.get(&id("alice")).and_then(|m| m.at),
+            Some(2),
+            "derived up to the event"
+        );
     }
 
     #[test]

@@ -3,13 +3,13 @@
 //! shows, not `board`, `seq` and `resync`) tells whether a view changed since it was last sent.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::fmt::Write;
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use bytestring::ByteString;
 use scorecast_shared::{Entry, Id, ServerMsg};
 
-use super::board::MeState;
+use super::derive::{MeState, Standings};
 use super::plan::Want;
 use crate::store::Page;
 
@@ -30,7 +30,7 @@ pub(super) fn render(
     want: &Want,
     rows: u64,
     page: &Page,
-    me: &mut HashMap<Id, MeState>,
+    me: &mut Standings,
     resync: bool,
 ) -> Built {
     let season = page.season.clone();
@@ -52,9 +52,8 @@ pub(super) fn render(
         }
         Want::Me(player) => {
             let e = page.entries.first();
-            let st = me.entry(player.clone()).or_default();
-            learn(st, e.map(|e| e.score), e.map(|e| e.rank), page.seq);
-            return render_me(board, player, st, &season, page.seq, resync);
+            let st = me.learn(player, e.map(|e| e.score), e.map(|e| e.rank), page.seq);
+            return render_me(board, player, &st, &season, page.seq, resync);
         }
         Want::Around(..) => {
             let window = match (page.entries.first(), page.entries.last()) {
@@ -89,21 +88,9 @@ fn hash_entries(entries: &[Entry]) -> u64 {
     h.finish()
 }
 
-/// Records a standing read at `seq` (unless what the hub knows is newer): `previous_rank` is the
-/// rank before the last change.
-pub(super) fn learn(st: &mut MeState, score: Option<i64>, rank: Option<u64>, seq: u64) {
-    if st.at.is_some_and(|at| at > seq) {
-        return;
-    }
-    if (st.score, st.rank) != (score, rank) {
-        st.previous_rank = st.rank;
-        st.score = score;
-        st.rank = rank;
-    }
-    st.at = Some(seq);
-}
-
-/// The `rank` message of `player`'s standing `st` at `seq`.
+/// The `rank` message of `player`'s standing `st` at `seq`: one per player and flush, so it is
+/// written by hand into one buffer (the same bytes `ServerMsg::Rank`'s serialisation gives, which
+/// a test checks), and its change hash is taken over the fields with a fast fixed hasher.
 pub(super) fn render_me(
     board: &Id,
     player: &Id,
@@ -112,24 +99,69 @@ pub(super) fn render_me(
     seq: u64,
     resync: bool,
 ) -> Built {
-    // One serialisation per message: the hash is taken over the fields, not the JSON.
-    let mut h = DefaultHasher::new();
-    (season, st.score, st.rank, st.previous_rank).hash(&mut h);
-    let msg = ServerMsg::Rank {
-        board: board.to_string(),
-        season: season.to_string(),
-        player: player.to_string(),
-        score: st.score,
-        rank: st.rank,
-        previous_rank: st.previous_rank,
-        seq,
-        resync,
-    };
+    let hash = foldhash::fast::FixedState::with_seed(0).hash_one((
+        season,
+        st.score,
+        st.rank,
+        st.previous_rank,
+    ));
+    let mut out =
+        String::with_capacity(96 + board.as_str().len() + season.len() + player.as_str().len());
+    out.push_str(r#"{"type":"rank","board":"#);
+    json_str(&mut out, board.as_str());
+    out.push_str(r#","season":"#);
+    json_str(&mut out, season);
+    out.push_str(r#","player":"#);
+    json_str(&mut out, player.as_str());
+    out.push_str(r#","score":"#);
+    json_num(&mut out, st.score);
+    out.push_str(r#","rank":"#);
+    json_num(&mut out, st.rank);
+    out.push_str(r#","previous_rank":"#);
+    json_num(&mut out, st.previous_rank);
+    // Writing to a String cannot fail.
+    let _ = write!(out, r#","seq":{seq}"#);
+    if resync {
+        out.push_str(r#","resync":true"#);
+    }
+    out.push('}');
     Built {
-        hash: h.finish(),
-        text: msg.to_json().into(),
+        hash,
+        text: out.into(),
         seq,
         window: None,
+    }
+}
+
+/// A JSON string (RFC 8259 escapes, as serde_json writes them).
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A JSON number, or `null`.
+fn json_num(out: &mut String, n: Option<impl std::fmt::Display>) {
+    match n {
+        // Writing to a String cannot fail.
+        Some(n) => {
+            let _ = write!(out, "{n}");
+        }
+        None => out.push_str("null"),
     }
 }
 
@@ -165,7 +197,7 @@ mod tests {
 
     #[test]
     fn the_hash_ignores_seq_and_resync_but_not_content() {
-        let (b, mut me) = (id("b"), HashMap::new());
+        let (b, mut me) = (id("b"), Standings::default());
         let rows = vec![entry("a", 9, 1), entry("c", 5, 2)];
         let one = render(&b, &Want::Top, 10, &page(1, rows.clone()), &mut me, false);
         let two = render(&b, &Want::Top, 10, &page(2, rows.clone()), &mut me, true);
@@ -181,7 +213,7 @@ mod tests {
 
     #[test]
     fn me_remembers_the_previous_rank_and_around_its_window() {
-        let (b, mut me) = (id("b"), HashMap::new());
+        let (b, mut me) = (id("b"), Standings::default());
         let alice = Want::Me(id("alice"));
         render(
             &b,
@@ -212,5 +244,32 @@ mod tests {
         let rows = vec![entry("x", 10, 1), entry("alice", 9, 2), entry("y", 1, 3)];
         let built = render(&b, &around, 0, &page(2, rows), &mut me, false);
         assert_eq!(built.window, Some((1, 3)));
+    }
+
+    /// The hand-written `rank` message is byte for byte what serialising `ServerMsg::Rank`
+    /// gives, escapes included.
+    #[test]
+    fn the_rank_message_is_the_serialised_one() {
+        let st = MeState {
+            score: Some(-42),
+            rank: None,
+            previous_rank: Some(7),
+            at: Some(3),
+        };
+        for (season, resync) in [("all", false), ("2026-W48 \"q\" \\ \n\u{1f} é", true)] {
+            let built = render_me(&id("b-1"), &id("ann"), &st, season, 9, resync);
+            let want = ServerMsg::Rank {
+                board: "b-1".into(),
+                season: season.into(),
+                player: "ann".into(),
+                score: Some(-42),
+                rank: None,
+                previous_rank: Some(7),
+                seq: 9,
+                resync,
+            }
+            .to_json();
+            assert_eq!(&*built.text, want.as_str());
+        }
     }
 }

@@ -135,7 +135,7 @@ impl Inner {
             sub.last_seq = page.seq;
             sub.last_hash = Some(built.hash);
             sub.window = built.window;
-            outbox.offer_view(&slot, built.text);
+            outbox.offer_view(&slot.0, slot.1, built.text);
             if behind {
                 // Events newer than the snapshot were seen before it was ready: catch up.
                 sub.force = true;

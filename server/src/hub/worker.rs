@@ -13,8 +13,9 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::board::Board;
+use super::derive::Standings;
 use super::plan::{self, Plan, Planned, Want};
-use super::render::{learn, render, render_me, Built};
+use super::render::{render, render_me, Built};
 use super::Inner;
 use crate::error::AppResult;
 use crate::metrics;
@@ -172,17 +173,18 @@ impl Inner {
                 .collect();
             for p in &plan.me_reads {
                 let e = found.get(p.as_str());
-                let st = b.me.entry(p.clone()).or_default();
-                learn(st, e.map(|e| e.score), e.map(|e| e.rank), page.seq);
+                b.me.learn(p, e.map(|e| e.score), e.map(|e| e.rank), page.seq);
             }
         }
         let Some(season) = b.season.clone() else {
             return;
         };
         let mut built: HashMap<(Want, u64), Built> = HashMap::new();
-        let mut built_me: HashMap<&Id, Built> = HashMap::new();
+        // Sized for every target: grown from empty it would rehash a few times per flush.
+        let mut built_me: foldhash::HashMap<&Id, Built> =
+            foldhash::HashMap::with_capacity_and_hasher(plan.targets.len(), Default::default());
         // `top` and `around` renders never touch standings (`me` views render from `b.me`).
-        let mut no_standings = HashMap::new();
+        let mut no_standings = Standings::default();
         let Board { subs, me, .. } = b;
         for (key, gen) in plan.targets {
             let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
@@ -195,7 +197,7 @@ impl Inner {
                     };
                     let Some(at) = standing.at else { continue };
                     built_me.entry(player).or_insert_with(|| {
-                        render_me(board, player, standing, &season, at, plan.resync)
+                        render_me(board, player, &standing, &season, at, plan.resync)
                     })
                 }
                 _ => {
@@ -217,8 +219,7 @@ impl Inner {
             if plan.resync || (sub.last_hash != Some(msg.hash) && msg.seq > sub.last_seq) {
                 sub.last_seq = msg.seq;
                 sub.last_hash = Some(msg.hash);
-                sub.outbox
-                    .offer_view(&(board.clone(), key.1), msg.text.clone());
+                sub.outbox.offer_view(board, key.1, msg.text.clone());
                 crate::metrics::PUSHES.inc();
             }
         }

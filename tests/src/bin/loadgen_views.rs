@@ -109,6 +109,9 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
         workers: false,
         ..Settings::default()
     };
+    // Opening 10 000 players takes longer than the idle timeout (45 s): the players opened first
+    // send nothing until the run starts, and must not be closed for it.
+    settings.ws.client_timeout_ms = 600_000;
     for board in ["plain", "views"] {
         settings.boards.insert(
             board.into(),
@@ -174,6 +177,13 @@ fn start_server(redis_url: &str) -> anyhow::Result<(ChildGuard, u16)> {
         .with_context(|| format!("server said {line:?}"))?
         .parse()?;
     Ok((guard, port))
+}
+
+/// This process's soft limit of open files (`/proc/self/limits`; `None` if unknown or unlimited).
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
 }
 
 /// Redis's CPU seconds and the `EVALSHA` calls and µs so far (INFO).
@@ -307,6 +317,7 @@ async fn run(
 ) -> anyhow::Result<Run> {
     let tokens = Tokens::new(&Secret::new(TOKEN_SECRET));
     let me = name == "views";
+    let ramp = Instant::now();
     let mut players = Vec::with_capacity(a.players);
     while players.len() < a.players {
         let first = players.len();
@@ -317,6 +328,11 @@ async fn run(
         .await?;
         players.extend(batch);
     }
+    eprintln!(
+        "{name}: {} players connected in {:.1} s",
+        a.players,
+        ramp.elapsed().as_secs_f64()
+    );
     let mut spectators = Vec::with_capacity(a.spectators);
     for _ in 0..a.spectators {
         let mut ws = connect(url).await?;
@@ -414,8 +430,8 @@ async fn run(
         tokio::time::sleep(PROBE_EVERY).await;
     }
     let (mut acks, mut pushes, mut me_lat) = (Vec::new(), 0u64, Vec::new());
-    for t in player_tasks {
-        let (a, p, m) = t.await??;
+    for (i, t) in player_tasks.into_iter().enumerate() {
+        let (a, p, m) = t.await?.with_context(|| format!("{name} player {i}"))?;
         acks.extend(a);
         pushes += p;
         me_lat.extend(m);
@@ -455,6 +471,16 @@ async fn run(
 }
 
 async fn bench(a: Args) -> anyhow::Result<()> {
+    // Each player is one socket here and two descriptors in the server (a process of its own,
+    // with the same limit): its socket and the duplicate `ws/conn.rs` keeps to bound and abort it.
+    // Past the limit the server's accepts fail and back off: the ramp-up crawls.
+    let need = 2 * a.players as u64 + 64;
+    let limit = open_files_limit();
+    anyhow::ensure!(
+        limit.is_none_or(|l| l >= need),
+        "{} players need at least {need} open files per process; the limit is {limit:?} (raise it with `ulimit -n`)",
+        a.players,
+    );
     let dir = std::env::temp_dir().join(format!("scorecast-loadgen-views-{}", std::process::id()));
     let redis = RedisProcess::start(&dir, false)?;
     let (server, port) = start_server(&redis.url())?;
@@ -542,6 +568,16 @@ async fn bench(a: Args) -> anyhow::Result<()> {
     println!(
         "server CPU per delivered me push (views run, all server work included): {:.1} µs",
         views.server_cpu_s * 1e6 / views.me_pushes.max(1) as f64
+    );
+    // The views run's server CPU less what its submissions cost in the plain run: what the
+    // pushes cost (delivery, derivation, rendering), less sensitive to the machine's load than
+    // the rates.
+    let per_sub = plain.server_cpu_s / plain.submissions.max(1) as f64;
+    println!(
+        "server CPU per submission (plain run): {:.1} µs; beyond it per delivered me push (views run): {:.1} µs",
+        per_sub * 1e6,
+        (views.server_cpu_s - per_sub * views.submissions as f64) * 1e6
+            / views.me_pushes.max(1) as f64
     );
     drop(server);
     drop(redis);
