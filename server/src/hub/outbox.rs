@@ -176,9 +176,10 @@ impl Outbox {
         if g.direct.is_empty() {
             g.direct = VecDeque::new();
         }
-        if g.slots.is_empty() {
-            g.slots = HashMap::new();
-            g.order = VecDeque::new();
+        // Slots without a pending update hold only their view's key (kept to spare a clone per
+        // update): an idle session gives them back too.
+        if g.pending == 0 {
+            g.slots = Vec::new();
         }
     }
 
@@ -270,7 +271,7 @@ mod tests {
     fn trim_frees_only_empty_queues() {
         let o = Outbox::new(4);
         o.push(Message::Text("a".into()));
-        o.offer_view(&key("b", ViewKind::Top), "t".into());
+        o.offer_view(&key("b", ViewKind::Top).0, ViewKind::Top, "t".into());
         o.trim();
         assert_eq!(text(o.pop()), "a", "a queued answer survives a trim");
         o.trim();
@@ -278,7 +279,7 @@ mod tests {
         assert_eq!(text(o.pop()), "t", "a pending view survives a trim");
         o.trim();
         let g = crate::sync::lock(&o.inner);
-        assert_eq!(g.slots.capacity() + g.order.capacity(), 0);
+        assert_eq!(g.slots.capacity(), 0);
     }
 
     #[test]
