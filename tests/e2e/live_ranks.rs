@@ -104,6 +104,7 @@ async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Res
                     score: c["score"].as_i64(),
                     rank: c["rank"].as_u64(),
                     previous_rank: c["previous_rank"].as_u64(),
+                    name: c["name"].as_str().map(str::to_string),
                 })
                 .collect();
             let mut view: Vec<(&Id, &mut Standing)> = ids.iter().zip(known.iter_mut()).collect();

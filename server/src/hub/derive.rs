@@ -30,6 +30,8 @@ pub struct Move {
     pub score: Option<i64>,
     pub rank: Option<u64>,
     pub previous_rank: Option<u64>,
+    /// The display name the submission recorded (`None`: none given), for `around` rows.
+    pub name: Option<String>,
 }
 
 /// A player's standing on the board: points and 1-based rank (`None` = not on the board).
@@ -192,6 +194,7 @@ mod tests {
                 score,
                 rank: self.rank(p),
                 previous_rank,
+                name: None,
             }
         }
 
@@ -261,6 +264,7 @@ mod tests {
             score: Some(9),
             rank: Some(1),
             previous_rank: Some(2),
+            name: None,
         };
         assert_eq!(apply(&mut [(&a, &mut s)], &[mv]), Err(Inconsistent));
     }

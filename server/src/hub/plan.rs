@@ -431,6 +431,7 @@ mod tests {
             score: Some(100),
             rank: new,
             previous_rank: old,
+            name: None,
         });
         b
     }
