@@ -184,7 +184,8 @@ local function submit_one(player, sub_id, points, op, name, skip_limit)
     seq = base_seq + 1
     nc = nc + 1
     changes[nc] = '{"player":"' .. player .. '","score":' .. shown .. ',"rank":' .. new_rank ..
-      ',"previous_rank":' .. (prev_rank < 0 and 'null' or prev_rank) .. '}'
+      ',"previous_rank":' .. (prev_rank < 0 and 'null' or prev_rank) ..
+      (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
   end
   na = na + 1
   audit[na] = player .. ' ' .. sub_id .. ' ' ..

@@ -203,6 +203,15 @@ pub static ME_STANDINGS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     )
 });
 
+pub static AROUND_WINDOWS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_around_windows_total",
+        "`around` windows sent by a view flush, by source (derived from the change events, or \
+         read from Redis)",
+        &["source"],
+    )
+});
+
 /// Times a Lua script call into [`SCRIPT_SECONDS`].
 pub async fn script<T>(name: &'static str, call: impl Future<Output = T>) -> T {
     let t = Instant::now();

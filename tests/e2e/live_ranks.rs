@@ -13,7 +13,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use redis::AsyncCommands;
 use scorecast_tests::scorecast_server::clock::Clock;
 use scorecast_tests::scorecast_server::hub::derive::{Move, Standings};
-use scorecast_tests::scorecast_server::metrics::ME_STANDINGS;
+use scorecast_tests::scorecast_server::metrics::{AROUND_WINDOWS, ME_STANDINGS};
 use scorecast_tests::scorecast_shared::Id;
 use scorecast_tests::ws::{Incoming, WsClient};
 use scorecast_tests::{spawn_app, spawn_app_with, TestApp};
@@ -106,6 +106,7 @@ async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Res
                 score: c["score"].as_i64(),
                 rank: c["rank"].as_u64(),
                 previous_rank: c["previous_rank"].as_u64(),
+                name: c["name"].as_str().map(str::to_string),
             }));
         }
         if known.derive(&moves, &seqs).inconsistent {
@@ -369,4 +370,87 @@ async fn a_ranking_change_is_noticed_without_an_event() {
     }
     assert_eq!(last["rank"], 1, "me after the ranking change: {last}");
     assert_eq!(last["score"], 10);
+}
+
+/// (player, score, rank, name) of an `around` message's or response's entries.
+fn named_window(v: &Value) -> Vec<(Value, Value, Value, Value)> {
+    v["entries"]
+        .as_array()
+        .map(|es| {
+            es.iter()
+                .map(|e| {
+                    let f = |k: &str| e[k].clone();
+                    (f("player"), f("score"), f("rank"), f("name"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The next `around` push that shows `want`, or what was last seen.
+async fn await_window(ws: &mut WsClient, want: &[(Value, Value, Value, Value)]) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut last = Value::Null;
+    while named_window(&last) != want {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match ws.next_within(left).await {
+            Some(Incoming::Json(v)) if v["type"] == "around" => last = v,
+            Some(Incoming::Json(_)) => {}
+            _ => break,
+        }
+    }
+    last
+}
+
+/// `around` from the change stream (`hub/around.rs`): once a window has been read, a newcomer
+/// from outside it (whose display name its event carries) is sent without a read, and what is
+/// sent equals the stored window, names included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_around_window_is_derived_from_the_events() {
+    let app = spawn_app().await;
+    let board = "aw";
+    app.board(board, json!({"op": "set"})).await;
+    // a1 100, a2 90, ..., a10 10.
+    for i in 1..=10i64 {
+        app.score(board, &format!("a{i}"), 110 - 10 * i).await;
+    }
+    let stored = || async {
+        let r = app
+            .get(&format!("/v1/boards/{board}/players/a5/around?radius=2"))
+            .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        named_window(&r.body)
+    };
+    let mut watcher = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(
+        watcher.hello(&app.token("a5", None)).await["type"],
+        "welcome"
+    );
+    let snap = watcher
+        .subscribe(board, "around", json!({"radius": 2}))
+        .await;
+    assert_eq!(named_window(&snap), stored().await, "snapshot");
+
+    // A move inside the window (a7 passes a6): read, and kept from then on.
+    app.score(board, "a7", 55).await;
+    let want = stored().await;
+    let last = await_window(&mut watcher, &want).await;
+    assert_eq!(named_window(&last), want, "after a7's move: {last}");
+
+    // a9, named "Nine", jumps from rank 9 into the window (between a7 and a6): derived.
+    let derived = || AROUND_WINDOWS.with_label_values(&["derived"]).get();
+    let before = derived();
+    let mut nine = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(
+        nine.hello(&app.token("a9", Some("Nine"))).await["type"],
+        "welcome"
+    );
+    nine.send_json(json!({"type": "submit", "id": "n1", "board": board, "points": 52}))
+        .await;
+    let want = stored().await;
+    assert_eq!(want[4].0, "a9");
+    assert_eq!(want[4].3, "Nine");
+    let last = await_window(&mut watcher, &want).await;
+    assert_eq!(named_window(&last), want, "after a9's move: {last}");
+    assert!(derived() > before, "the window was read, not derived");
 }

@@ -7,6 +7,7 @@ use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
 use tokio::sync::Notify;
 
+use super::around::Kept;
 use super::derive::{Move, Standings};
 use super::outbox::Outbox;
 use super::SessionId;
@@ -53,6 +54,9 @@ pub(super) struct Sub {
     pub last_hash: Option<u64>,
     /// `around`: the ranks it shows, to tell whether a change can reach it.
     pub window: Option<(u64, u64)>,
+    /// `around` on an ordinal board: the rows it shows, kept up to date from the change events
+    /// (`around.rs`); `None` = read at the next change that reaches it.
+    pub kept: Option<Kept>,
 }
 
 impl Sub {
@@ -68,6 +72,7 @@ impl Sub {
             last_seq: 0,
             last_hash: None,
             window: None,
+            kept: None,
         }
     }
 }
@@ -118,6 +123,9 @@ impl Board {
         self.pending.clear();
         self.pending_seqs.clear();
         self.me.forget();
+        for s in self.subs.values_mut() {
+            s.kept = None;
+        }
     }
 
     /// Every view is to be re-sent as a fresh snapshot, and `seq` ordering restarts.

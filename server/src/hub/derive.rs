@@ -34,6 +34,8 @@ pub struct Move {
     pub score: Option<i64>,
     pub rank: Option<u64>,
     pub previous_rank: Option<u64>,
+    /// The display name the submission recorded (`None`: none given), for `around` rows.
+    pub name: Option<String>,
 }
 
 /// A player's last known standing on the board.
@@ -560,6 +562,7 @@ mod tests {
                 score,
                 rank: self.rank(p),
                 previous_rank,
+                name: None,
             }
         }
 
@@ -649,6 +652,7 @@ mod tests {
             score: Some(9),
             rank: Some(1),
             previous_rank: Some(2),
+            name: None,
         };
         assert!(st.derive(&[mv], &[(2, 0)]).inconsistent);
         assert_eq!(st.get(&id("a")).and_then(|s| s.at), None);

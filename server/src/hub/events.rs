@@ -2,7 +2,7 @@
 //! and what each one makes dirty.
 //!
 //! Shape (one for every script that changes a board): `{"board", "season", "seq", "changes":
-//! [{"player", "score", "rank", "previous_rank"}, ...]}` for score changes (ranks 1-based,
+//! [{"player", "score", "rank", "previous_rank"[, "name"]}, ...]}` for score changes (ranks 1-based,
 //! `null` = not on the board), `{"board", "season", "seq", "rollover": true}` when a season
 //! ended.
 
@@ -37,6 +37,9 @@ pub(super) struct Change {
     pub rank: Option<u64>,
     #[serde(default)]
     pub previous_rank: Option<u64>,
+    /// The display name the submission recorded (absent: none given).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 impl Inner {
@@ -108,6 +111,7 @@ impl Board {
                     score: c.score,
                     rank: c.rank,
                     previous_rank: c.previous_rank,
+                    name: c.name.clone(),
                 });
                 d.players.insert(p);
                 known += 1;

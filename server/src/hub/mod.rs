@@ -26,6 +26,7 @@
 //! `"resync": true` and its ordering restarts from there. The wire format is in
 //! `docs/protocol.md`; the path of an update through these files in `docs/architecture.md`.
 
+mod around;
 mod board;
 pub mod derive;
 mod events;

@@ -9,9 +9,11 @@
 
 use std::collections::HashSet;
 
+use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
 
-use super::board::{Board, SubKey};
+use super::board::{Board, Sub, SubKey};
+use super::derive::Move;
 use crate::metrics;
 use crate::store::Read;
 
@@ -102,6 +104,50 @@ pub(super) fn meets(ranges: &[(u64, u64)], a: u64, b: u64) -> bool {
     ranges.get(i).is_some_and(|r| r.0 <= b)
 }
 
+/// What deriving did to an `around` view's kept window.
+enum Kept {
+    /// Kept up to date, and no row changed: nothing to send.
+    Unchanged,
+    /// Kept up to date, and a row changed: sent from the kept rows, with no read.
+    Changed,
+    /// Not kept (never read, or a move made it inexact): read if a change reaches it.
+    Unknown,
+}
+
+/// Brings an `around` view's kept window up to the events at hand (`around.rs`), when
+/// `derive` allows; otherwise, or where a move makes it inexact, forgets it.
+fn keep_around(sub: &mut Sub, derive: bool, moves: &[Move], seqs: &[(u64, usize)]) -> Kept {
+    let Some(k) = sub.kept.as_mut().filter(|_| derive) else {
+        sub.kept = None;
+        return Kept::Unknown;
+    };
+    let (Some(&(first, _)), Some(&(last, _))) = (seqs.first(), seqs.last()) else {
+        return Kept::Unchanged;
+    };
+    if k.at + 1 < first {
+        // Events were consumed without it: stale.
+        sub.kept = None;
+        return Kept::Unknown;
+    }
+    let Some(&(_, start)) = seqs.get(seqs.partition_point(|e| e.0 <= k.at)) else {
+        return Kept::Unchanged;
+    };
+    match k.window.apply(&moves[start..]) {
+        Ok(changed) => {
+            k.at = k.at.max(last);
+            if changed {
+                Kept::Changed
+            } else {
+                Kept::Unchanged
+            }
+        }
+        Err(_) => {
+            sub.kept = None;
+            Kept::Unknown
+        }
+    }
+}
+
 /// Takes the board's dirty state (if the entry is still the one of `epoch`) and decides which
 /// ready views to recompute.
 pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
@@ -160,6 +206,19 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
                 plan.targets.push((*key, sub.gen));
             }
             continue;
+        }
+        if sub.view.kind() == ViewKind::Around {
+            match keep_around(sub, derive && !force, &moves, &seqs) {
+                Kept::Unchanged => continue,
+                Kept::Changed => {
+                    metrics::AROUND_WINDOWS
+                        .with_label_values(&["derived"])
+                        .inc();
+                    plan.targets.push((*key, sub.gen));
+                    continue;
+                }
+                Kept::Unknown => {}
+            }
         }
         let affected = force
             || match sub.view {
@@ -345,6 +404,7 @@ mod tests {
             score: Some(100),
             rank: new,
             previous_rank: old,
+            name: None,
         });
         b
     }

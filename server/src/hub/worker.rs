@@ -12,6 +12,7 @@ use scorecast_shared::{Entry, Id, View};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::around::{Kept, Window};
 use super::board::Board;
 use super::derive::Standings;
 use super::plan::{self, Plan, Planned, Want};
@@ -185,6 +186,9 @@ impl Inner {
             foldhash::HashMap::with_capacity_and_hasher(plan.targets.len(), Default::default());
         // `top` and `around` renders never touch standings (`me` views render from `b.me`).
         let mut no_standings = Standings::default();
+        let ordinal = b.ordinal == Some(true);
+        // `around` windows sent from their kept rows (`around.rs`), with no read.
+        let mut derived_pages: HashMap<Want, Page> = HashMap::new();
         let Board { subs, me, .. } = b;
         for (key, gen) in plan.targets {
             let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
@@ -204,10 +208,29 @@ impl Inner {
                     let Some(want) = Want::of(sub.view, sub.player.as_ref()) else {
                         continue;
                     };
-                    let Some(page) = views.get(&want) else {
+                    let rows = plan::rows(sub.view);
+                    match (views.get(&want), &mut sub.kept, &want) {
+                        (Some(page), kept, Want::Around(p, radius)) => {
+                            // A window read on an ordinal board is kept, and derived from then on.
+                            metrics::AROUND_WINDOWS.with_label_values(&["read"]).inc();
+                            *kept = ordinal
+                                .then(|| Window::from_page(p, *radius, page))
+                                .flatten()
+                                .map(|window| Kept {
+                                    window,
+                                    at: page.seq,
+                                });
+                        }
+                        (None, Some(k), Want::Around(..)) => {
+                            derived_pages
+                                .entry(want.clone())
+                                .or_insert_with(|| k.window.page(&season, k.at));
+                        }
+                        _ => {}
+                    }
+                    let Some(page) = views.get(&want).or_else(|| derived_pages.get(&want)) else {
                         continue;
                     };
-                    let rows = plan::rows(sub.view);
                     built
                         .entry((want, rows))
                         .or_insert_with_key(|(want, rows)| {
