@@ -26,7 +26,7 @@
 -- packing the score moves with ZINCRBY itself.
 --
 -- Dedup (README "Redis keys"): one hash per player and board, `lb:{<board>}:dd:<player>`: field
--- <id> -> the first result (a record led by its generation's parity, below), and '#' = the current
+-- <id> -> the first result (msgpack, led by its generation's parity), and '#' = the current
 -- generation's start (ms) × 1024 + its record count × 2 + its parity. A new generation starts
 -- when the current one is DEDUP_WINDOW_MS old or holds DEDUP_CAP records; starting one deletes
 -- the records of the generation before the previous one and re-arms the hash's expiry to
@@ -40,9 +40,6 @@
 --   refused:  error code, message, retry_after_ms, limit, reset_ms, 0, 0
 -- (server/src/store/batch.rs reads it.)
 --
--- The dedup record is one string: parity digit, then 'rank previous_rank points seq reached_ms
--- season' (integers in decimal; season last, as it may hold spaces). Records an older version
--- wrote in msgpack (first byte 0 or 1) are still read.
 
 local DEDUP_WINDOW_MS = 600000
 local DEDUP_CAP = 64
@@ -74,7 +71,6 @@ local season, season_start = current_season(prefix, cfg, now)
 out[1] = season
 local key = prefix .. 's:' .. season
 local base_seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
-local seq_str = {[false] = istr(base_seq), [true] = istr(base_seq + 1)}
 local season_recorded = cfg.reset == 'never'
 local desc = cfg.order == 'desc'
 local packed = earliest(cfg)
@@ -105,17 +101,6 @@ end
 local function rank(player, score)
   if ordinal then return redis.call(rank_cmd, key, player) + 1 end
   return rank_of(key, cfg, player, score)
-end
-
--- A dedup record read back: season, points, rank, previous_rank, seq, reached_ms.
-local function unrecord(rec)
-  local b = string.byte(rec)
-  if b < 2 then -- msgpack, as written before
-    local _, s, p, r, pr, q, reached = cmsgpack.unpack(rec)
-    return s, p, r, pr, q, reached
-  end
-  local r, pr, p, q, reached, s = string.match(rec, '^.(%d+) (%-?%d+) (%-?%d+) (%d+) (%-?%d+) (.*)$')
-  return s, tonumber(p), tonumber(r), tonumber(pr), tonumber(q), tonumber(reached)
 end
 
 local changes, nc = {}, 0 -- the change event's entries (JSON objects), in the order applied
@@ -169,7 +154,7 @@ local function submit_player(player, subs)
     end
     if rec then
       -- A submission id seen before for this player and board returns the first result.
-      local s, p, r, pr, q, reached = unrecord(rec)
+      local _, s, p, r, pr, q, reached = cmsgpack.unpack(rec)
       put(i, 2, s, p, r, pr, q, reached)
     else
       local points = tonumber(points_s)
@@ -261,11 +246,10 @@ local function submit_player(player, subs)
         if name ~= '' then redis.call('HSET', prefix .. 'names', player, name) end
         local reached = packed and reached_ms(cfg, t, season_start) or -1
         local rank_s = istr(new_rank)
-        local prev_s = istr(prev_rank)
         if changed then
           nc = nc + 1
           changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. rank_s ..
-            ',"previous_rank":' .. (prev_rank < 0 and 'null' or prev_s) .. '}'
+            ',"previous_rank":' .. (prev_rank < 0 and 'null' or istr(prev_rank)) .. '}'
         end
         audit[(i + 4) / 6] = player .. ' ' .. sub_id .. ' ' .. points_s .. ' ' .. op .. ' ' .. new_s .. ' ' .. rank_s
 
@@ -275,25 +259,25 @@ local function submit_player(player, subs)
         local parity = low % 2
         if now - (state - low) / 1024 >= DEDUP_WINDOW_MS or low - parity >= 2 * DEDUP_CAP then
           -- A new generation, of the other parity: the records that had it go (a record's
-          -- first byte is its parity: '0' or '1', or 0 or 1 in the older msgpack records).
-          -- The records of this batch not yet written have the current parity: they stay.
+          -- first byte is its parity). The records of this batch not yet written have the
+          -- current parity: they stay.
           parity = 1 - parity
           local all = redis.call('HGETALL', dd_key)
           local stale, n_stale = {}, 0
           for j = 1, #all, 2 do
-            if all[j] ~= '#' and string.byte(all[j + 1]) % 48 == parity then n_stale = n_stale + 1; stale[n_stale] = all[j] end
+            if all[j] ~= '#' and string.byte(all[j + 1]) == parity then n_stale = n_stale + 1; stale[n_stale] = all[j] end
           end
           if n_stale > 0 then redis.call('HDEL', dd_key, unpack(stale)) end
           state = now * 1024 + parity
           fresh = true
         end
         state = state + 2
-        rec = (parity == 0 and '0' or '1') .. rank_s .. ' ' .. prev_s .. ' ' .. new_s .. ' ' ..
-          seq_str[changed] .. ' ' .. (packed and istr(reached) or '-1') .. ' ' .. season
+        local seq = changed and base_seq + 1 or base_seq
+        rec = cmsgpack.pack(parity, season, new_points, new_rank, prev_rank, seq, reached)
         recs[k] = rec
         writes[nw + 1], writes[nw + 2] = sub_id, rec
         nw = nw + 2
-        put(i, 1, '', new_points, new_rank, prev_rank, changed and base_seq + 1 or base_seq, reached)
+        put(i, 1, '', new_points, new_rank, prev_rank, seq, reached)
       end
     end
   end
