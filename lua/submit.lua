@@ -122,6 +122,8 @@ end
 
 -- One player's submissions of the batch, in their order: one HMGET of their ids and one HSET
 -- of their records; between two of them the player's rank is known without asking.
+local ids, writes, recs = {'#'}, {}, {} -- reused by every player (counts kept apart)
+
 local function submit_player(player, subs)
   local ns = #subs
   -- 0. A banned player changes nothing, a retried submission id included (one HEXISTS, and
@@ -133,14 +135,12 @@ local function submit_player(player, subs)
 
   -- 1. The dedup hash: the generation state and each id's first result, if any.
   local dd_key = prefix .. 'dd:' .. player
-  local ids = {'#'}
-  for k = 1, ns do ids[k + 1] = ARGV[subs[k] + 1] end
-  local dd = redis.call('HMGET', dd_key, unpack(ids))
+  for k = 1, ns do ids[k + 1] = ARGV[subs[k] + 1]; recs[k] = false end
+  local dd = redis.call('HMGET', dd_key, unpack(ids, 1, ns + 1))
   local state = tonumber(dd[1])
   local fresh = not state -- a new hash (or generation): its expiry is (re)armed
   if fresh then state = now * 1024 end
-  local writes, nw = {}, 0 -- id, record pairs for the one HSET
-  local recs = {}          -- k -> the record of subs[k], for a retry within this batch
+  local nw = 0 -- writes: id, record pairs for the one HSET; recs: k -> the record of subs[k]
   local known              -- the player's rank now (-1 = not on the board; nil = ask)
 
   for k = 1, ns do
