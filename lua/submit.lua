@@ -1,5 +1,5 @@
--- submit.lua: a batch of score submissions to one board, each applied atomically and in order,
--- in one round trip (DESIGN §3, §4, §8, §10 "group commit"). Prepended with lib.lua.
+-- submit.lua: a batch of score submissions to one board, each applied atomically, in one round
+-- trip (DESIGN §3, §4, §8, §10 "group commit"). Prepended with lib.lua.
 -- A batch of one is the plain case; the server groups concurrent submissions to a board.
 --
 -- KEYS[1]  lb:{<board>}:config   (every other key is built from the same `lb:{<board>}:` prefix,
@@ -12,13 +12,18 @@
 -- Order for each: ban check (lua/ban.lua: a banned player changes nothing, a retried id
 -- included) -> dedup (so a retried success is never rate limited) -> limiter check ->
 -- compute the new score and check its range -> write: score, limiter entry, name, dedup record.
--- A rejection writes nothing. Once per batch: the config, the season, `seq` (bumped once if any
+-- A rejection writes nothing. Order: each player's submissions together and in their order,
+-- players in the order they first come in the batch (submissions of different players in one
+-- batch are concurrent, so this is a valid order; the event lists changes in it, the audit entry
+-- lists the batch in its own order). Per player: one HMGET of the dedup state and ids, one HSET of
+-- the state and records, and the rank between two of its submissions is known without asking.
+-- Once per batch: the config, the season, `seq` (bumped once if any
 -- score changed), one audit-log entry carrying every accepted submission, one event. Each result
 -- carries the seq the board had once it was applied (base + 1 if it changed a score, else base).
 --
--- The hot loop formats no number in Lua where Redis can take it as a number (Redis prints
--- numbers passed to redis.call with 17 significant digits itself), and on `incr` boards without
--- tie-break packing the score moves with ZINCRBY itself.
+-- The hot loop formats numbers with '%d' (istr) or takes them as Redis printed them (the points
+-- argument, ZINCRBY's reply), never with '%.14g'/'%.17g'; on `incr` boards without tie-break
+-- packing the score moves with ZINCRBY itself.
 --
 -- Dedup (README "Redis keys"): one hash per player and board, `lb:{<board>}:dd:<player>`: field
 -- <id> -> the first result (msgpack, led by its generation's parity), and '#' = the current
@@ -27,39 +32,50 @@
 -- the records of the generation before the previous one and re-arms the hash's expiry to
 -- 2 × DEDUP_WINDOW_MS. So a record lives at least DEDUP_WINDOW_MS, unless its player has made
 -- more than DEDUP_CAP newer accepted submissions to the board, and a player's hash never holds
--- more than 2 × DEDUP_CAP records. A lookup reads two fields.
+-- more than 2 × DEDUP_CAP records.
 --
--- Returns one entry per submission, in order:
---   {'ok', season, points, rank, previous_rank (-1 = none), seq, duplicate (0/1), reached_ms (-1 = none)}
---   {'err', code, message, retry_after_ms, limit, reset_ms}
+-- Returns one flat array: the batch's season, then 7 fields per submission, in order:
+--   accepted: 1 (or 2 = duplicate), season ('' = the batch's), points, rank, previous_rank
+--             (-1 = none), seq, reached_ms (-1 = none)
+--   refused:  error code, message, retry_after_ms, limit, reset_ms, 0, 0
+-- (server/src/store/batch.rs reads it.)
+--
 
 local DEDUP_WINDOW_MS = 600000
 local DEDUP_CAP = 64
 -- Audit-log entries kept (each carries one batch: at least this many submissions).
 local LOG_MAXLEN = 1000
--- Numbers below this print exactly with Lua's own 14-digit conversion ('..', table.concat).
-local EXACT14 = 1e14
+
+local format = string.format
+-- An integer (below 2^53, as every number here) in decimal: '%d' costs a fraction of the
+-- '%.14g' that '..' uses, and is exact where '%.14g' is not (above 1e14).
+local function istr(x) return format('%d', x) end
 
 local prefix = string.sub(KEYS[1], 1, -7)
 local board = board_of(prefix)
 local cfg = load_config(KEYS[1])
 local n_args = #ARGV
+local out = {''} -- the reply (see above)
+
 if not cfg then
-  local results = {}
-  for i = 2, n_args, 6 do
-    results[#results + 1] = {'err', 'unknown_board', 'no board ' .. board, 0, 0, 0}
+  for _ = 2, n_args, 6 do
+    local at = #out
+    out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5], out[at + 6], out[at + 7] =
+      'unknown_board', 'no board ' .. board, 0, 0, 0, 0, 0
   end
-  return results
+  return out
 end
 
 local now = now_ms(ARGV[1])
 local season, season_start = current_season(prefix, cfg, now)
+out[1] = season
 local key = prefix .. 's:' .. season
 local base_seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
 local season_recorded = cfg.reset == 'never'
 local desc = cfg.order == 'desc'
 local packed = earliest(cfg)
 local ordinal = cfg.ranking ~= 'shared'
+local fast_incr = not packed and ordinal -- `incr` moves the score with ZINCRBY
 local rank_cmd = desc and 'ZREVRANK' or 'ZRANK'
 local max_p, min_p = max_points(cfg), min_points(cfg)
 local maxp = cfg.max_points_per_submit
@@ -67,6 +83,7 @@ if maxp == cjson.null then maxp = nil end
 local lim = cfg.submit_limit
 if lim == cjson.null then lim = nil end
 local any_bans = redis.call('EXISTS', prefix .. 'bans') == 1
+local cfg_op = cfg.op
 
 -- |score| of the board's extremes, read once per batch and only if an `incr` submission comes:
 -- while |points| + that stays in range, ZINCRBY cannot leave the exact range, so it runs blind.
@@ -86,150 +103,212 @@ local function rank(player, score)
   return rank_of(key, cfg, player, score)
 end
 
-local results = {}
-local changes, nc = {}, 0 -- the change event's entries (JSON objects)
-local audit, na = {}, 0   -- the audit entry's lines: 'player id points op score rank' per submission
+local changes, nc = {}, 0 -- the change event's entries (JSON objects), in the order applied
+local audit = {}          -- the audit entry's lines: 'player id points op score rank', in batch order
+-- Both filled in batch order first, so every later store lands in a table's array part.
+for k = 2, 1 + (n_args - 1) / 6 * 7 do out[k] = false end
+for k = 1, (n_args - 1) / 6 do audit[k] = false end
 
-local function submit_one(player, sub_id, points, op, name, skip_limit)
+-- The result of the submission at ARGV[i], at its place in the reply.
+local function put(i, a, b, c, d, e, f, g)
+  local at = 1 + (i - 2) / 6 * 7
+  out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5], out[at + 6], out[at + 7] =
+    a, b, c, d, e, f, g
+end
+
+local function refuse(i, code, message, retry, limit, reset)
+  put(i, code, message, retry, limit, reset, 0, 0)
+end
+
+-- One player's submissions of the batch, in their order: one HMGET of their ids and one HSET
+-- of their records; between two of them the player's rank is known without asking.
+local ids, writes, recs = {'#'}, {}, {} -- reused by every player (counts kept apart)
+
+local function submit_player(player, subs)
+  local ns = #subs
   -- 0. A banned player changes nothing, a retried submission id included (one HEXISTS, and
   -- only on a board that has bans at all: `any_bans` is read once per batch).
   if any_bans and redis.call('HEXISTS', prefix .. 'bans', player) == 1 then
-    return {'err', 'forbidden', player .. ' is banned from ' .. board, 0, 0, 0}
+    for k = 1, ns do refuse(subs[k], 'forbidden', player .. ' is banned from ' .. board, 0, 0, 0) end
+    return
   end
 
-  -- 1. A submission id seen before for this player and board returns the first result.
+  -- 1. The dedup hash: the generation state and each id's first result, if any.
   local dd_key = prefix .. 'dd:' .. player
-  local dd = redis.call('HMGET', dd_key, '#', sub_id)
-  if dd[2] then
-    local _, s, p, r, pr, q, reached = cmsgpack.unpack(dd[2])
-    return {'ok', s, p, r, pr, q, 1, reached}
-  end
-
-  -- 2. Points allowed on this board.
-  if op == '' then op = cfg.op end
-  if maxp and (points > maxp or points < -maxp) then
-    return {'err', 'points_out_of_range', '|points| above this board\'s max_points_per_submit (' .. fmt(maxp) .. ')', 0, 0, 0}
-  end
-
-  -- 3. The board's sliding-window limit for this player.
-  local limited = lim and skip_limit ~= '1'
-  local rl_key
-  if limited then
-    rl_key = prefix .. 'rl:' .. player
-    local r = rl_check(rl_key, now, lim.window_ms, lim.limit)
-    if r[1] == 0 then
-      return {'err', 'rate_limited', 'at most ' .. lim.limit .. ' submissions per ' .. lim.window_ms .. ' ms', r[4], r[2], r[5]}
-    end
-  end
-
-  -- 4. The new score, written.
-  local new_points, new_score, prev_rank, changed, t
-  if op == 'incr' and not packed and ordinal then
-    if not extreme then extreme = board_extreme() end
-    if math.abs(points) + extreme <= max_p then
-      local before = redis.call(rank_cmd, key, player)
-      prev_rank = before and before + 1 or -1
-      new_score = tonumber(redis.call('ZINCRBY', key, points, player))
-      new_points = new_score
-      if new_score > extreme then extreme = new_score elseif -new_score > extreme then extreme = -new_score end
-      changed = points ~= 0 or not before
-    end
-  end
-  if not new_score then
-    local old_score = redis.call('ZSCORE', key, player)
-    local old_points, old_t
-    if old_score then
-      old_score = tonumber(old_score)
-      old_points, old_t = decode(cfg, old_score)
-    end
-    if op == 'incr' then
-      new_points = (old_points or 0) + points
-    elseif op == 'set' then
-      new_points = points
-    else -- best
-      if not old_points then new_points = points
-      elseif desc then new_points = math.max(old_points, points)
-      else new_points = math.min(old_points, points) end
-    end
-    if new_points > max_p or new_points < min_p then
-      return {'err', 'score_out_of_range', 'the resulting score ' .. fmt(new_points) .. ' is outside ' .. fmt(min_p) .. '..' .. fmt(max_p), 0, 0, 0}
-    end
-    if old_score and new_points == old_points then
-      new_score, t = old_score, old_t -- unchanged: keeps the time it was first reached
-    else
-      t = math.floor((now - season_start) / cfg.resolution_ms)
-      if packed and (t < 0 or t >= span(cfg)) then
-        return {'err', 'score_out_of_range', 'the tie-break clock of season ' .. season .. ' has run out; start a new season', 0, 0, 0}
-      end
-      new_score = encode(cfg, new_points, t)
-    end
-    changed = new_score ~= old_score
-    prev_rank = old_score and rank(player, old_score) or -1
-    if changed then redis.call('ZADD', key, new_score, player) end
-    if extreme and math.abs(new_score) > extreme then extreme = math.abs(new_score) end
-  end
-
-  if not season_recorded then
-    start_season(prefix, cfg, season, season_start)
-    season_recorded = true
-  end
-  if limited then rl_take(rl_key, now, lim.window_ms, now .. ':' .. sub_id) end
-  if name ~= '' then redis.call('HSET', prefix .. 'names', player, name) end
-  local new_rank = rank(player, new_score)
-  local reached = packed and reached_ms(cfg, t, season_start) or -1
-  local seq = base_seq
-  -- One string each for the event and the audit entry (one concatenation: one allocation).
-  local shown = (new_points < EXACT14 and new_points > -EXACT14) and new_points or fmt(new_points)
-  if changed then
-    seq = base_seq + 1
-    nc = nc + 1
-    changes[nc] = '{"player":"' .. player .. '","score":' .. shown .. ',"rank":' .. new_rank ..
-      ',"previous_rank":' .. (prev_rank < 0 and 'null' or prev_rank) ..
-      (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
-  end
-  na = na + 1
-  audit[na] = player .. ' ' .. sub_id .. ' ' ..
-    ((points < EXACT14 and points > -EXACT14) and points or fmt(points)) .. ' ' .. op .. ' ' .. shown .. ' ' .. new_rank
-
-  -- 5. The dedup record, at once, so a retry later in this same batch is already a duplicate.
+  for k = 1, ns do ids[k + 1] = ARGV[subs[k] + 1]; recs[k] = false end
+  local dd = redis.call('HMGET', dd_key, unpack(ids, 1, ns + 1))
   local state = tonumber(dd[1])
-  if not state then
-    redis.call('HSET', dd_key, '#', now * 1024 + 2, sub_id,
-      cmsgpack.pack(0, season, new_points, new_rank, prev_rank, seq, reached))
-    redis.call('PEXPIRE', dd_key, 2 * DEDUP_WINDOW_MS)
-  else
-    local low = state % 1024
-    local parity = low % 2
-    if now - (state - low) / 1024 >= DEDUP_WINDOW_MS or low - parity >= 2 * DEDUP_CAP then
-      -- A new generation, of the other parity: the records that had it go.
-      parity = 1 - parity
-      local all = redis.call('HGETALL', dd_key)
-      local stale, ns = {}, 0
-      for j = 1, #all, 2 do
-        if all[j] ~= '#' and string.byte(all[j + 1]) == parity then ns = ns + 1; stale[ns] = all[j] end
+  local fresh = not state -- a new hash (or generation): its expiry is (re)armed
+  if fresh then state = now * 1024 end
+  local nw = 0 -- writes: id, record pairs for the one HSET; recs: k -> the record of subs[k]
+  local known              -- the player's rank now (-1 = not on the board; nil = ask)
+
+  for k = 1, ns do
+    local i = subs[k]
+    local sub_id, points_s, op, name, skip_limit = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+    local rec = dd[k + 1]
+    if not rec then
+      for j = 1, k - 1 do
+        if recs[j] and ids[j + 1] == sub_id then rec = recs[j] end
       end
-      if ns > 0 then redis.call('HDEL', dd_key, unpack(stale)) end
-      redis.call('HSET', dd_key, '#', now * 1024 + 2 + parity, sub_id,
-        cmsgpack.pack(parity, season, new_points, new_rank, prev_rank, seq, reached))
-      redis.call('PEXPIRE', dd_key, 2 * DEDUP_WINDOW_MS)
+    end
+    if rec then
+      -- A submission id seen before for this player and board returns the first result.
+      local _, s, p, r, pr, q, reached = cmsgpack.unpack(rec)
+      put(i, 2, s, p, r, pr, q, reached)
     else
-      redis.call('HSET', dd_key, '#', state + 2, sub_id,
-        cmsgpack.pack(parity, season, new_points, new_rank, prev_rank, seq, reached))
+      local points = tonumber(points_s)
+      if op == '' then op = cfg_op end
+      local new_points, new_s, new_score, prev_rank, new_rank, changed, t
+      local limited = lim and skip_limit ~= '1'
+      local rl_key = limited and prefix .. 'rl:' .. player
+      local refused
+      -- 2. Points allowed on this board.
+      if maxp and (points > maxp or points < -maxp) then
+        refused = true
+        refuse(i, 'points_out_of_range', '|points| above this board\'s max_points_per_submit (' .. fmt(maxp) .. ')', 0, 0, 0)
+      end
+      -- 3. The board's sliding-window limit for this player.
+      if not refused and limited then
+        local r = rl_check(rl_key, now, lim.window_ms, lim.limit)
+        if r[1] == 0 then
+          refused = true
+          refuse(i, 'rate_limited', 'at most ' .. lim.limit .. ' submissions per ' .. lim.window_ms .. ' ms', r[4], r[2], r[5])
+        end
+      end
+      -- 4. The new score, written. new_s: the new points in decimal.
+      if not refused and op == 'incr' and fast_incr then
+        if not extreme then extreme = board_extreme() end
+        if points + extreme <= max_p and extreme - points <= max_p then
+          prev_rank = known
+          if not prev_rank then
+            local before = redis.call(rank_cmd, key, player)
+            prev_rank = before and before + 1 or -1
+          end
+          -- Redis prints the new score itself (an integer below 2^53: in plain digits).
+          new_s = redis.call('ZINCRBY', key, points_s, player)
+          new_score = tonumber(new_s)
+          new_points = new_score
+          if new_score > extreme then extreme = new_score elseif -new_score > extreme then extreme = -new_score end
+          changed = points ~= 0 or prev_rank < 0
+          if changed then new_rank = redis.call(rank_cmd, key, player) + 1 else new_rank = prev_rank end
+        end
+      end
+      if not refused and not new_score then
+        local old_score = redis.call('ZSCORE', key, player)
+        local old_points, old_t
+        if old_score then
+          old_score = tonumber(old_score)
+          old_points, old_t = decode(cfg, old_score)
+        end
+        if op == 'incr' then
+          new_points = (old_points or 0) + points
+        elseif op == 'set' then
+          new_points = points
+        else -- best
+          if not old_points then new_points = points
+          elseif desc then new_points = math.max(old_points, points)
+          else new_points = math.min(old_points, points) end
+        end
+        if new_points > max_p or new_points < min_p then
+          refused = true
+          refuse(i, 'score_out_of_range', 'the resulting score ' .. fmt(new_points) .. ' is outside ' .. fmt(min_p) .. '..' .. fmt(max_p), 0, 0, 0)
+        else
+          if old_score and new_points == old_points then
+            new_score, t = old_score, old_t -- unchanged: keeps the time it was first reached
+          else
+            t = math.floor((now - season_start) / cfg.resolution_ms)
+            if packed and (t < 0 or t >= span(cfg)) then
+              refused = true
+              refuse(i, 'score_out_of_range', 'the tie-break clock of season ' .. season .. ' has run out; start a new season', 0, 0, 0)
+            else
+              new_score = encode(cfg, new_points, t)
+            end
+          end
+          if not refused then
+            changed = new_score ~= old_score
+            prev_rank = old_score and rank(player, old_score) or -1
+            if changed then redis.call('ZADD', key, istr(new_score), player) end
+            if extreme and math.abs(new_score) > extreme then extreme = math.abs(new_score) end
+            new_rank = rank(player, new_score)
+            new_s = istr(new_points)
+          end
+        end
+      end
+
+      if not refused then
+        known = ordinal and new_rank or nil
+        if not season_recorded then
+          start_season(prefix, cfg, season, season_start)
+          season_recorded = true
+        end
+        if limited then rl_take(rl_key, now, lim.window_ms, now .. ':' .. sub_id) end
+        if name ~= '' then redis.call('HSET', prefix .. 'names', player, name) end
+        local reached = packed and reached_ms(cfg, t, season_start) or -1
+        local rank_s = istr(new_rank)
+        if changed then
+          nc = nc + 1
+          changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. rank_s ..
+            ',"previous_rank":' .. (prev_rank < 0 and 'null' or istr(prev_rank)) ..
+            (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
+        end
+        audit[(i + 4) / 6] = player .. ' ' .. sub_id .. ' ' .. points_s .. ' ' .. op .. ' ' .. new_s .. ' ' .. rank_s
+
+        -- 5. The dedup record (written with the player's others below; a retry later in this
+        -- batch finds it in `recs`).
+        local low = state % 1024
+        local parity = low % 2
+        if now - (state - low) / 1024 >= DEDUP_WINDOW_MS or low - parity >= 2 * DEDUP_CAP then
+          -- A new generation, of the other parity: the records that had it go (a record's
+          -- first byte is its parity). The records of this batch not yet written have the
+          -- current parity: they stay.
+          parity = 1 - parity
+          local all = redis.call('HGETALL', dd_key)
+          local stale, n_stale = {}, 0
+          for j = 1, #all, 2 do
+            if all[j] ~= '#' and string.byte(all[j + 1]) == parity then n_stale = n_stale + 1; stale[n_stale] = all[j] end
+          end
+          if n_stale > 0 then redis.call('HDEL', dd_key, unpack(stale)) end
+          state = now * 1024 + parity
+          fresh = true
+        end
+        state = state + 2
+        local seq = changed and base_seq + 1 or base_seq
+        rec = cmsgpack.pack(parity, season, new_points, new_rank, prev_rank, seq, reached)
+        recs[k] = rec
+        writes[nw + 1], writes[nw + 2] = sub_id, rec
+        nw = nw + 2
+        put(i, 1, '', new_points, new_rank, prev_rank, seq, reached)
+      end
     end
   end
-  return {'ok', season, new_points, new_rank, prev_rank, seq, 0, reached}
+  if nw > 0 then
+    redis.call('HSET', dd_key, '#', istr(state), unpack(writes, 1, nw))
+    if fresh then redis.call('PEXPIRE', dd_key, 2 * DEDUP_WINDOW_MS) end
+  end
 end
 
+-- Each player's submissions together, players in the order they first come in the batch (a
+-- valid order: submissions of different players in one batch are concurrent).
+local players, by_player = {}, {}
 for i = 2, n_args, 6 do
-  results[#results + 1] = submit_one(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
+  local p = ARGV[i]
+  local subs = by_player[p]
+  if not subs then subs = {}; by_player[p] = subs; players[#players + 1] = p end
+  subs[#subs + 1] = i
 end
+for _, p in ipairs(players) do submit_player(p, by_player[p]) end
 
 -- One audit entry, one seq bump and one event for the whole batch.
-if na > 0 then
+local lines, nl = {}, 0
+for k = 1, (n_args - 1) / 6 do
+  if audit[k] then nl = nl + 1; lines[nl] = audit[k] end
+end
+if nl > 0 then
   redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', LOG_MAXLEN, '*',
-    'season', season, 'time_ms', now, 'batch', table.concat(audit, '\n', 1, na))
+    'season', season, 'time_ms', now, 'batch', table.concat(lines, '\n', 1, nl))
 end
 if nc > 0 then
   publish_change(prefix, board, season, ',"changes":[' .. table.concat(changes, ',', 1, nc) .. ']')
 end
-return results
+return out

@@ -49,11 +49,19 @@ pub fn split(v: Value) -> AppResult<(String, Vec<Value>)> {
     if tag != "err" {
         return Ok((tag, fields));
     }
-    let code = fields
+    Err(error(&fields))
+}
+
+/// The error an `'err'` reply's fields (after the tag) describe: code, message, and for
+/// `rate_limited` retry_after_ms, limit, reset_ms.
+pub fn error(fields: &[Value]) -> AppError {
+    let Some(code) = fields
         .first()
         .and_then(text)
         .and_then(|c| ErrorCode::parse(&c))
-        .ok_or_else(|| bad("error code"))?;
+    else {
+        return bad("error code");
+    };
     let mut err = AppError::new(code, fields.get(1).and_then(text).unwrap_or_default());
     if code == ErrorCode::RateLimited {
         let n = |i: usize| fields.get(i).and_then(int).unwrap_or(0).max(0) as u64;
@@ -65,7 +73,7 @@ pub fn split(v: Value) -> AppResult<(String, Vec<Value>)> {
             reset_ms: n(4),
         });
     }
-    Err(err)
+    err
 }
 
 /// The fields of an `'ok'` reply.

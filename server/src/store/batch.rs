@@ -168,34 +168,100 @@ async fn apply_batch(
             ));
         }
     }
+    // The batch's season, then 7 fields per submission (lua/submit.lua).
     let Value::Array(items) = reply else {
         return Err(reply::bad("submit batch"));
     };
-    if items.len() != batch.len() {
+    if items.len() != 1 + RESULT_FIELDS * batch.len() {
         return Err(reply::bad("submit batch length"));
     }
-    Ok(items
-        .into_iter()
-        .map(|item| {
-            let r = reply::ok(item)?;
-            let n = |i: usize| {
-                r.get(i)
-                    .and_then(reply::int)
-                    .ok_or_else(|| reply::bad("submit field"))
-            };
-            Ok(Accepted {
-                board: board.to_string(),
-                season: r
-                    .first()
-                    .and_then(reply::text)
-                    .ok_or_else(|| reply::bad("season"))?,
-                score: n(1)?,
-                rank: n(2)? as u64,
-                previous_rank: opt_rank(n(3)?),
-                seq: n(4)? as u64,
-                duplicate: n(5)? == 1,
-                reached_ms: Some(n(6)?).filter(|t| *t >= 0),
-            })
-        })
+    let season = reply::text(&items[0]).ok_or_else(|| reply::bad("season"))?;
+    Ok(items[1..]
+        .chunks_exact(RESULT_FIELDS)
+        .map(|r| result(board, &season, r))
         .collect())
+}
+
+/// Fields per submission in the submit script's reply.
+const RESULT_FIELDS: usize = 7;
+
+/// One submission's fields: `1` (accepted) or `2` (a duplicate), season (`''` = the batch's),
+/// points, rank, previous_rank (-1 = none), seq, reached_ms (-1 = none); or an error's code,
+/// message, retry_after_ms, limit, reset_ms, 0, 0.
+fn result(board: &Id, batch_season: &str, r: &[Value]) -> AppResult<Accepted> {
+    let tag = match r[0] {
+        Value::Int(tag @ (1 | 2)) => tag,
+        _ => return Err(reply::error(r)),
+    };
+    let n = |i: usize| reply::int(&r[i]).ok_or_else(|| reply::bad("submit field"));
+    let season = match reply::text(&r[1]).ok_or_else(|| reply::bad("season"))? {
+        s if s.is_empty() => batch_season.to_owned(),
+        s => s,
+    };
+    Ok(Accepted {
+        board: board.to_string(),
+        season,
+        score: n(2)?,
+        rank: n(3)? as u64,
+        previous_rank: opt_rank(n(4)?),
+        seq: n(5)? as u64,
+        duplicate: tag == 2,
+        reached_ms: Some(n(6)?).filter(|t| *t >= 0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn results_read_from_the_flat_reply() {
+        let board = Id::parse("b").expect("an id");
+        let fresh = [1, 0, 7, 2, -1, 5, -1].map(Value::Int);
+        let mut fresh = fresh.to_vec();
+        fresh[1] = bulk("");
+        let a = result(&board, "all", &fresh).expect("accepted");
+        assert_eq!(
+            (a.season.as_str(), a.score, a.rank, a.previous_rank, a.seq),
+            ("all", 7, 2, None, 5)
+        );
+        assert!(!a.duplicate && a.reached_ms.is_none());
+        let mut dup = fresh.clone();
+        dup[0] = Value::Int(2);
+        dup[1] = bulk("s1");
+        dup[4] = Value::Int(3);
+        dup[6] = Value::Int(1_000);
+        let d = result(&board, "all", &dup).expect("a duplicate");
+        assert_eq!(
+            (
+                d.season.as_str(),
+                d.previous_rank,
+                d.duplicate,
+                d.reached_ms
+            ),
+            ("s1", Some(3), true, Some(1_000))
+        );
+        let refused = [
+            bulk("rate_limited"),
+            bulk("slow down"),
+            Value::Int(250),
+            Value::Int(5),
+            Value::Int(1_000),
+            Value::Int(0),
+            Value::Int(0),
+        ];
+        let e = result(&board, "all", &refused).expect_err("refused");
+        assert_eq!(e.code, ErrorCode::RateLimited);
+        assert_eq!(e.rate.map(|r| (r.retry_after_ms, r.limit)), Some((250, 5)));
+        assert_eq!(
+            result(&board, "all", &[bulk("nonsense"), bulk("")])
+                .expect_err("not a code")
+                .code,
+            ErrorCode::Unavailable
+        );
+    }
 }
