@@ -31,7 +31,47 @@ pub struct Node {
 }
 
 impl Node {
-    fn start(dir: PathBuf) -> anyhow::Result<Node> {
+    /// Starts a node and waits until it answers as itself. A free port can be taken between
+    /// [`free_port`] and the node's bind (by another test, or as some connection's local port):
+    /// the node then exits, or another process answers there, and it is started again on
+    /// fresh ports.
+    async fn start(dir: PathBuf) -> Node {
+        for _ in 0..5 {
+            let mut node = Node::spawn(dir.clone()).expect("start redis-server");
+            if node.answers_as_itself().await {
+                return node;
+            }
+            node.kill();
+        }
+        panic!(
+            "no redis-server cluster node would start in {}",
+            dir.display()
+        );
+    }
+
+    /// Whether the node answers `PING` on its port and is the process started (within
+    /// [`FORM_WITHIN`]); false as soon as it exits.
+    async fn answers_as_itself(&mut self) -> bool {
+        let Some(pid) = self.child.as_ref().map(Child::id) else {
+            return false;
+        };
+        let deadline = Instant::now() + FORM_WITHIN;
+        while Instant::now() < deadline {
+            if let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) {
+                return false;
+            }
+            let info = query::<String>(self, redis::cmd("INFO").arg("server")).await;
+            if let Ok(info) = info {
+                return info
+                    .lines()
+                    .any(|l| l.strip_prefix("process_id:") == Some(&pid.to_string()));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    fn spawn(dir: PathBuf) -> anyhow::Result<Node> {
         let port = free_port()?;
         // The cluster bus port defaults to port + 10000, which may be taken or past 65535.
         let bus = free_port()?;
@@ -107,16 +147,11 @@ impl Cluster {
     /// the cluster as `ok` (and every replica has synced).
     pub async fn start(masters: usize, replicas: usize) -> Cluster {
         let base = temp_dir("cluster");
-        let nodes: Vec<Node> = (0..masters * (1 + replicas))
-            .map(|i| Node::start(base.join(format!("node{i}"))).expect("start redis-server"))
-            .collect();
-        let cluster = Cluster { nodes };
-        for n in &cluster.nodes {
-            wait_for(&format!("node {} answers", n.port), || async {
-                query::<String>(n, &redis::cmd("PING")).await.is_ok()
-            })
-            .await;
+        let mut nodes = Vec::new();
+        for i in 0..masters * (1 + replicas) {
+            nodes.push(Node::start(base.join(format!("node{i}"))).await);
         }
+        let cluster = Cluster { nodes };
         let out = Command::new("redis-cli")
             .arg("--cluster")
             .arg("create")
