@@ -229,7 +229,7 @@ async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
         .any(|e| e.file_name().to_string_lossy().contains("appendonly"));
     assert!(aof, "AOF on");
 
-    let server = ServerProcess::start(&bin(), &cwd, &args, &env());
+    let mut server = ServerProcess::start(&bin(), &cwd, &args, &env());
     let r = http
         .get(format!(
             "http://127.0.0.1:{}/v1/boards/b/players/alice",
@@ -240,6 +240,16 @@ async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
         .unwrap();
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["score"], 42, "{body}");
+    // Stopped as an operator would (dropping it would SIGKILL it and orphan its redis-server).
+    let redis_pid = children_named(server.pid(), "redis-server");
+    server.sigterm();
+    assert!(server.wait_exit().expect("exit after SIGTERM").success());
+    assert!(
+        redis_pid
+            .iter()
+            .all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()),
+        "the restarted server's embedded redis-server was stopped"
+    );
 }
 
 /// The pids of `parent`'s children whose command is `name` (from /proc).
