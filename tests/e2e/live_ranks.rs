@@ -264,18 +264,6 @@ async fn last_me_push_equals_the_stored_rank_shared() {
     last_push_equals_stored("shared").await;
 }
 
-/// (player, score, rank) of an `around` message's or response's entries.
-fn window(v: &Value) -> Vec<(Value, Value, Value)> {
-    v["entries"]
-        .as_array()
-        .map(|es| {
-            es.iter()
-                .map(|e| (e["player"].clone(), e["score"].clone(), e["rank"].clone()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// `around` windows, read in one bulk read per flush: after the load stops, each player's last
 /// `around` push equals `GET /v1/boards/{b}/players/{p}/around?radius=3`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -297,7 +285,7 @@ async fn last_around_push_equals_the_stored_window() {
     .await;
     let mut differ = Vec::new();
     let mut open = Vec::new();
-    for (p, (mut ws, mut last)) in sessions.into_iter().enumerate() {
+    for (p, (mut ws, last)) in sessions.into_iter().enumerate() {
         let player = format!("lr{p}");
         let stored = app
             .get(&format!(
@@ -305,18 +293,10 @@ async fn last_around_push_equals_the_stored_window() {
             ))
             .await;
         assert_eq!(stored.status, 200, "{:?}", stored.body);
-        let want = window(&stored.body);
+        let want = named_window(&stored.body);
         assert_eq!(want.len(), 7, "a full window: {:?}", stored.body);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while window(&last) != want {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match ws.next_within(left).await {
-                Some(Incoming::Json(v)) if v["type"] == "around" => last = v,
-                Some(Incoming::Json(_)) => {}
-                _ => break,
-            }
-        }
-        if window(&last) != want {
+        let last = await_window(&mut ws, last, &want).await;
+        if named_window(&last) != want {
             differ.push(format!(
                 "{player}: last push {last}, stored {}",
                 stored.body
@@ -387,10 +367,13 @@ fn named_window(v: &Value) -> Vec<(Value, Value, Value, Value)> {
         .unwrap_or_default()
 }
 
-/// The next `around` push that shows `want`, or what was last seen.
-async fn await_window(ws: &mut WsClient, want: &[(Value, Value, Value, Value)]) -> Value {
+/// `last`, or the next `around` push, that shows `want`; or what was last seen.
+async fn await_window(
+    ws: &mut WsClient,
+    mut last: Value,
+    want: &[(Value, Value, Value, Value)],
+) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let mut last = Value::Null;
     while named_window(&last) != want {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match ws.next_within(left).await {
@@ -434,7 +417,7 @@ async fn an_around_window_is_derived_from_the_events() {
     // A move inside the window (a7 passes a6): read, and kept from then on.
     app.score(board, "a7", 55).await;
     let want = stored().await;
-    let last = await_window(&mut watcher, &want).await;
+    let last = await_window(&mut watcher, Value::Null, &want).await;
     assert_eq!(named_window(&last), want, "after a7's move: {last}");
 
     // a9, named "Nine", jumps from rank 9 into the window (between a7 and a6): derived.
@@ -450,7 +433,7 @@ async fn an_around_window_is_derived_from_the_events() {
     let want = stored().await;
     assert_eq!(want[4].0, "a9");
     assert_eq!(want[4].3, "Nine");
-    let last = await_window(&mut watcher, &want).await;
+    let last = await_window(&mut watcher, Value::Null, &want).await;
     assert_eq!(named_window(&last), want, "after a9's move: {last}");
     assert!(derived() > before, "the window was read, not derived");
 }
