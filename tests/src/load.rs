@@ -2,7 +2,8 @@
 //! basics, process figures from `/proc`, and percentiles.
 
 use std::process::Child;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use futures_util::{SinkExt, StreamExt};
@@ -95,3 +96,93 @@ impl Drop for ChildGuard {
         let _ = self.0.wait();
     }
 }
+
+/// Points of each probe submission: far above every player's, so each probe jumps to rank 1.
+pub const PROBE_POINTS: i64 = 1_000_000_000;
+
+/// When each probe score was sent: (score, send time), in order.
+pub type Probes = Arc<Mutex<Vec<(i64, Instant)>>>;
+
+/// A `top` spectator until `stop` fires: for every probe score it sees `probe` reach, the
+/// latency from each probe submission it covers (µs).
+pub fn spectate(
+    mut ws: Ws,
+    probes: Probes,
+    stop: Arc<tokio::sync::Notify>,
+    probe: String,
+) -> tokio::task::JoinHandle<Vec<u64>> {
+    tokio::spawn(async move {
+        let mut seen = 0i64;
+        let mut lat = Vec::new();
+        let stopped = stop.notified();
+        tokio::pin!(stopped);
+        loop {
+            let msg = tokio::select! {
+                _ = &mut stopped => break,
+                m = ws.next() => m,
+            };
+            let Some(Ok(Message::Text(t))) = msg else {
+                if matches!(msg, Some(Ok(_))) {
+                    continue;
+                }
+                break;
+            };
+            let now = Instant::now();
+            let Ok(v) = serde_json::from_str::<Value>(&t) else {
+                continue;
+            };
+            let probe_score = v["entries"]
+                .as_array()
+                .and_then(|es| es.iter().find(|e| e["player"] == probe.as_str()))
+                .and_then(|e| e["score"].as_i64());
+            if let Some(s) = probe_score.filter(|s| *s > seen) {
+                // unwrap: the lock is never held across a panic.
+                let sent = probes.lock().unwrap();
+                lat.extend(
+                    sent.iter()
+                        .filter(|(score, _)| *score > seen && *score <= s)
+                        .map(|(_, t)| now.duration_since(*t).as_micros() as u64),
+                );
+                seen = s;
+            }
+        }
+        lat
+    })
+}
+
+/// Until `deadline`, the probe player submits [`PROBE_POINTS`] to `board` every `every`,
+/// recording each send in `probes` and waiting for its answer; returns how many it sent.
+pub async fn probe_until(
+    probe: &mut Ws,
+    board: &str,
+    probes: &Probes,
+    deadline: Instant,
+    every: Duration,
+) -> anyhow::Result<u64> {
+    let mut k = 0i64;
+    while Instant::now() < deadline {
+        k += 1;
+        let id = format!("probe-{k}");
+        // unwrap: the lock is never held across a panic.
+        probes
+            .lock()
+            .unwrap()
+            .push((k * PROBE_POINTS, Instant::now()));
+        send(
+            probe,
+            serde_json::json!({"type": "submit", "id": id, "board": board, "points": PROBE_POINTS}),
+        )
+        .await?;
+        loop {
+            let v = next_json(probe, WAIT_ANSWER).await?;
+            if v["id"] == id.as_str() {
+                break;
+            }
+        }
+        tokio::time::sleep(every).await;
+    }
+    Ok(k as u64)
+}
+
+/// How long a load tool waits for an answer before failing the run (a stuck server must not hang it).
+pub const WAIT_ANSWER: Duration = Duration::from_secs(20);

@@ -28,11 +28,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use futures_util::StreamExt;
 use scorecast_server::auth::{Secret, Tokens};
 use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
@@ -41,16 +40,14 @@ use scorecast_server::startup::Application;
 use scorecast_server::store::{Store, Submission};
 use scorecast_shared::{BoardConfig, Id};
 use scorecast_tests::load::{
-    connect_ws, cpu_seconds, next_json, percentile, rss_bytes, send, ChildGuard, Ws,
+    connect_ws, cpu_seconds, next_json, percentile, probe_until, rss_bytes, send, spectate,
+    ChildGuard, Probes, Ws,
 };
-use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::Message;
+use serde_json::json;
 
 const BOARD: &str = "bench";
 const TOKEN_SECRET: &str = "loadgen-token-secret-0123456789abcdef012345";
 const ADMIN_TOKEN: &str = "loadgen-admin-token-0123456789abcdef0123456";
-/// Each probe adds this much, so the probe is always rank 1 and each probe is a new `top`.
-const PROBE_POINTS: i64 = 1_000_000_000;
 /// Idle connections are opened this many at a time.
 const CONNECT_BATCH: usize = 250;
 /// Time for pushes still on the way after the load stops, and for the server to settle.
@@ -453,53 +450,14 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
         .await?;
     let mem0 = used_memory(&mut rconn).await?;
     let (server_cpu0, redis_cpu0) = (cpu_us(pid)?, cpu_us(redis.pid())?);
-    let probes: Arc<Mutex<Vec<(i64, Instant)>>> = Arc::default();
+    let probes: Probes = Arc::default();
     let stop = Arc::new(tokio::sync::Notify::new());
     let start = Instant::now();
     let deadline = start + Duration::from_secs(a.seconds);
 
     let spectator_tasks: Vec<_> = spectators
         .into_iter()
-        .map(|mut ws| {
-            let (probes, stop) = (probes.clone(), stop.clone());
-            tokio::spawn(async move {
-                let mut seen = 0i64;
-                let mut lat = Vec::new();
-                let stopped = stop.notified();
-                tokio::pin!(stopped);
-                loop {
-                    let msg = tokio::select! {
-                        _ = &mut stopped => break,
-                        m = ws.next() => m,
-                    };
-                    let Some(Ok(Message::Text(t))) = msg else {
-                        if matches!(msg, Some(Ok(_))) {
-                            continue;
-                        }
-                        break;
-                    };
-                    let now = Instant::now();
-                    let Ok(v) = serde_json::from_str::<Value>(&t) else {
-                        continue;
-                    };
-                    let probe_score = v["entries"]
-                        .as_array()
-                        .and_then(|es| es.iter().find(|e| e["player"] == "probe"))
-                        .and_then(|e| e["score"].as_i64());
-                    if let Some(s) = probe_score.filter(|s| *s > seen) {
-                        // unwrap: the lock is never held across a panic.
-                        let sent = probes.lock().unwrap();
-                        lat.extend(
-                            sent.iter()
-                                .filter(|(score, _)| *score > seen && *score <= s)
-                                .map(|(_, t)| now.duration_since(*t).as_micros() as u64),
-                        );
-                        seen = s;
-                    }
-                }
-                lat
-            })
-        })
+        .map(|ws| spectate(ws, probes.clone(), stop.clone(), "probe".to_string()))
         .collect();
 
     let in_flight = a.in_flight;
@@ -538,29 +496,14 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
         })
         .collect();
 
-    let probe_every = Duration::from_millis(a.probe_ms);
-    let mut k = 0i64;
-    while Instant::now() < deadline {
-        k += 1;
-        let id = format!("probe-{k}");
-        // unwrap: the lock is never held across a panic.
-        probes
-            .lock()
-            .unwrap()
-            .push((k * PROBE_POINTS, Instant::now()));
-        send(
-            &mut probe,
-            json!({"type": "submit", "id": id, "board": BOARD, "points": PROBE_POINTS}),
-        )
-        .await?;
-        loop {
-            let v = next_json(&mut probe, WAIT).await?;
-            if v["id"] == id.as_str() {
-                break;
-            }
-        }
-        tokio::time::sleep(probe_every).await;
-    }
+    let k = probe_until(
+        &mut probe,
+        BOARD,
+        &probes,
+        deadline,
+        Duration::from_millis(a.probe_ms),
+    )
+    .await?;
     let mut acks = Vec::new();
     for t in player_tasks {
         acks.extend(t.await??);
@@ -578,7 +521,7 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
     acks.sort_unstable();
     pushes.sort_unstable();
     // The probe's submissions count too (they are few: one per --probe-ms).
-    let acked = acks.len() as u64 + k as u64;
+    let acked = acks.len() as u64 + k;
     let per = |x: f64| x / acked as f64;
     drop(server);
     drop(redis);

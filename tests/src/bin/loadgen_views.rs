@@ -20,30 +20,28 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use futures_util::StreamExt;
 use scorecast_server::auth::{Secret, Tokens};
 use scorecast_server::config::Settings;
 use scorecast_server::embedded::RedisProcess;
 use scorecast_server::startup::Application;
 use scorecast_shared::{BoardConfig, Id};
-use scorecast_tests::load::{connect_ws, cpu_seconds, next_json, percentile, send, ChildGuard, Ws};
-use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::Message;
+use scorecast_tests::load::{
+    connect_ws, cpu_seconds, next_json, percentile, probe_until, send, spectate, ChildGuard,
+    Probes, Ws, WAIT_ANSWER,
+};
+use serde_json::json;
 
 const TOKEN_SECRET: &str = "loadgen-token-secret-0123456789abcdef012345";
 const ADMIN_TOKEN: &str = "loadgen-admin-token-0123456789abcdef0123456";
-const PROBE_POINTS: i64 = 1_000_000_000;
 const PROBE_EVERY: Duration = Duration::from_millis(100);
 /// Connections are opened this many at a time.
 const CONNECT_BATCH: usize = 200;
 /// Time for pushes still on the way after the load stops.
 const SETTLE: Duration = Duration::from_millis(500);
-/// A message the load generator waits for (a stuck server fails the run instead of hanging).
-const WAIT: Duration = Duration::from_secs(20);
 
 struct Args {
     players: usize,
@@ -140,7 +138,7 @@ async fn serve(redis_url: String, http_workers: usize) -> anyhow::Result<()> {
 
 async fn connect(url: &str) -> anyhow::Result<Ws> {
     let mut ws = connect_ws(url).await?;
-    let w = next_json(&mut ws, WAIT).await?;
+    let w = next_json(&mut ws, WAIT_ANSWER).await?;
     anyhow::ensure!(w["type"] == "welcome", "expected welcome, got {w}");
     Ok(ws)
 }
@@ -156,7 +154,7 @@ async fn player(
     let mut ws = connect(url).await?;
     let token = tokens.issue(&Id::parse(&name)?, None, 3600);
     send(&mut ws, json!({"type": "hello", "token": token})).await?;
-    let w = next_json(&mut ws, WAIT).await?;
+    let w = next_json(&mut ws, WAIT_ANSWER).await?;
     anyhow::ensure!(w["type"] == "welcome", "hello failed: {w}");
     if me {
         send(
@@ -164,7 +162,7 @@ async fn player(
             json!({"type": "subscribe", "board": board, "view": "me"}),
         )
         .await?;
-        let s = next_json(&mut ws, WAIT).await?;
+        let s = next_json(&mut ws, WAIT_ANSWER).await?;
         anyhow::ensure!(s["type"] == "rank", "subscribe failed: {s}");
     }
     Ok(ws)
@@ -286,7 +284,7 @@ async fn play(
         )
         .await?;
         loop {
-            let v = next_json(&mut ws, WAIT).await?;
+            let v = next_json(&mut ws, WAIT_ANSWER).await?;
             let now = Instant::now();
             if v["type"] == "rank" {
                 pushes += 1;
@@ -353,7 +351,7 @@ async fn run(
             json!({"type": "subscribe", "board": name, "view": "top", "limit": 10}),
         )
         .await?;
-        let snap = next_json(&mut ws, WAIT).await?;
+        let snap = next_json(&mut ws, WAIT_ANSWER).await?;
         anyhow::ensure!(snap["type"] == "top", "subscribe failed: {snap}");
         spectators.push(ws);
     }
@@ -366,81 +364,21 @@ async fn run(
     let own0 = cpu_seconds(std::process::id())?;
     let (rcpu0, calls0, usec0) = redis_stats(conn).await?;
     let (der0, read0) = standings(port).await?;
-    let probes: Arc<Mutex<Vec<(i64, Instant)>>> = Arc::default();
+    let probes: Probes = Arc::default();
     let stop = Arc::new(tokio::sync::Notify::new());
     let start = Instant::now();
     let deadline = start + Duration::from_secs(a.seconds);
 
     let spectator_tasks: Vec<_> = spectators
         .into_iter()
-        .map(|mut ws| {
-            let (probes, stop, probe_name) = (probes.clone(), stop.clone(), probe_name.clone());
-            tokio::spawn(async move {
-                let mut seen = 0i64;
-                let mut lat = Vec::new();
-                let stopped = stop.notified();
-                tokio::pin!(stopped);
-                loop {
-                    let msg = tokio::select! {
-                        _ = &mut stopped => break,
-                        m = ws.next() => m,
-                    };
-                    let Some(Ok(Message::Text(t))) = msg else {
-                        if matches!(msg, Some(Ok(_))) {
-                            continue;
-                        }
-                        break;
-                    };
-                    let now = Instant::now();
-                    let Ok(v) = serde_json::from_str::<Value>(&t) else {
-                        continue;
-                    };
-                    let probe_score = v["entries"]
-                        .as_array()
-                        .and_then(|es| es.iter().find(|e| e["player"] == probe_name.as_str()))
-                        .and_then(|e| e["score"].as_i64());
-                    if let Some(s) = probe_score.filter(|s| *s > seen) {
-                        // unwrap: the lock is never held across a panic.
-                        let sent = probes.lock().unwrap();
-                        lat.extend(
-                            sent.iter()
-                                .filter(|(score, _)| *score > seen && *score <= s)
-                                .map(|(_, t)| now.duration_since(*t).as_micros() as u64),
-                        );
-                        seen = s;
-                    }
-                }
-                lat
-            })
-        })
+        .map(|ws| spectate(ws, probes.clone(), stop.clone(), probe_name.clone()))
         .collect();
     let player_tasks: Vec<_> = players
         .into_iter()
         .enumerate()
         .map(|(i, ws)| tokio::spawn(play(ws, i, name, deadline)))
         .collect();
-    let mut k = 0i64;
-    while Instant::now() < deadline {
-        k += 1;
-        let id = format!("probe-{k}");
-        // unwrap: the lock is never held across a panic.
-        probes
-            .lock()
-            .unwrap()
-            .push((k * PROBE_POINTS, Instant::now()));
-        send(
-            &mut probe,
-            json!({"type": "submit", "id": id, "board": name, "points": PROBE_POINTS}),
-        )
-        .await?;
-        loop {
-            let v = next_json(&mut probe, WAIT).await?;
-            if v["id"] == id.as_str() {
-                break;
-            }
-        }
-        tokio::time::sleep(PROBE_EVERY).await;
-    }
+    probe_until(&mut probe, name, &probes, deadline, PROBE_EVERY).await?;
     let (mut acks, mut pushes, mut me_lat) = (Vec::new(), 0u64, Vec::new());
     for (i, t) in player_tasks.into_iter().enumerate() {
         let (a, p, m) = t.await?.with_context(|| format!("{name} player {i}"))?;
