@@ -50,7 +50,10 @@ async fn boards_on_different_masters_are_shared_by_two_instances() {
     ];
     // A player on instance A submits to board 1 over WebSocket; instance B scores board 2.
     let mut alice = WsClient::connect(&a.ws_url()).await;
-    assert_eq!(alice.hello(&a.token("alice")).await["type"], "welcome");
+    assert_eq!(
+        alice.hello(&a.token("alice", None)).await["type"],
+        "welcome"
+    );
     let ack = alice.submit("s-1", &b1, 42).await;
     assert_eq!(ack["type"], "ack", "{ack}");
     b.score(&b2, "bob", 7).await;
@@ -544,7 +547,10 @@ async fn seasons_log_removal_and_revocation_work_on_the_cluster() {
     assert_eq!(gone.status, 404);
 
     let mut alice = WsClient::connect(&b.ws_url()).await;
-    assert_eq!(alice.hello(&b.token("alice")).await["type"], "welcome");
+    assert_eq!(
+        alice.hello(&b.token("alice", None)).await["type"],
+        "welcome"
+    );
     assert_eq!(alice.submit("r-0", "s", 1).await["type"], "ack");
     let r = a
         .admin(Method::POST, "/admin/players/alice/revoke", json!(null))

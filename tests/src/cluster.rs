@@ -8,17 +8,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use redis::Value;
-use reqwest::Method;
-use scorecast_server::auth::{Secret, Tokens};
 use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
 use scorecast_server::embedded::{free_port, redis_server_path};
 use scorecast_server::startup::Application;
 use scorecast_server::state::AppState;
-use scorecast_shared::Id;
-use serde_json::{json, Value as Json};
 
-use crate::{temp_dir, test_settings, Resp, ADMIN_TOKEN, TOKEN_SECRET};
+use crate::{temp_dir, test_settings, Api};
 
 /// How long the cluster may take to form (or to fail over) under a loaded machine.
 const FORM_WITHIN: Duration = Duration::from_secs(60);
@@ -391,13 +387,18 @@ where
     }
 }
 
-/// A Scorecast instance on a cluster.
+/// A Scorecast instance on a cluster (its HTTP and WebSocket front door through `Deref`).
 pub struct ClusterApp {
-    pub addr: String,
-    pub port: u16,
+    pub api: Api,
     pub state: AppState,
-    pub http: reqwest::Client,
     pub handle: actix_web::dev::ServerHandle,
+}
+
+impl std::ops::Deref for ClusterApp {
+    type Target = Api;
+    fn deref(&self) -> &Api {
+        &self.api
+    }
 }
 
 impl ClusterApp {
@@ -418,65 +419,9 @@ impl ClusterApp {
         let handle = app.handle();
         tokio::spawn(app.run_until_stopped());
         ClusterApp {
-            addr: format!("http://127.0.0.1:{port}"),
-            port,
+            api: Api::new(port, Duration::from_secs(15)),
             state,
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(15))
-                .build()
-                .unwrap(),
             handle,
         }
-    }
-
-    pub fn ws_url(&self) -> String {
-        format!("ws://127.0.0.1:{}/ws", self.port)
-    }
-
-    pub fn token(&self, player: &str) -> String {
-        Tokens::new(&Secret::new(TOKEN_SECRET)).issue(&Id::parse(player).unwrap(), None, 3600)
-    }
-
-    /// Sends a request; `admin` adds the admin bearer token.
-    pub async fn call(&self, method: Method, path: &str, body: Option<Json>, admin: bool) -> Resp {
-        let mut req = self.http.request(method, format!("{}{path}", self.addr));
-        if admin {
-            req = req.bearer_auth(ADMIN_TOKEN);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let res = req.send().await.expect("request");
-        let status = res.status();
-        let headers = res.headers().clone();
-        let text = res.text().await.unwrap_or_default();
-        Resp {
-            status,
-            headers,
-            body: serde_json::from_str(&text).unwrap_or(Json::Null),
-        }
-    }
-
-    pub async fn admin(&self, method: Method, path: &str, body: Json) -> Resp {
-        self.call(method, path, Some(body), true).await
-    }
-
-    pub async fn board(&self, id: &str, cfg: Json) {
-        let r = self
-            .admin(Method::PUT, &format!("/admin/boards/{id}"), cfg)
-            .await;
-        assert_eq!(r.status, 200, "PUT board {id}: {:?}", r.body);
-    }
-
-    pub async fn score(&self, board: &str, player: &str, points: i64) -> Json {
-        let r = self
-            .admin(
-                Method::POST,
-                &format!("/admin/boards/{board}/players/{player}/score"),
-                json!({ "points": points }),
-            )
-            .await;
-        assert_eq!(r.status, 200, "score {board}/{player}: {:?}", r.body);
-        r.body
     }
 }

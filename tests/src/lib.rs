@@ -78,13 +78,27 @@ pub fn test_settings(redis_url: &str) -> Settings {
 }
 
 pub struct TestApp {
-    pub addr: String,
-    pub port: u16,
+    /// Its HTTP and WebSocket front door (`app.board(..)`, `app.ws_url()`, … through `Deref`).
+    pub api: Api,
     pub redis: TestRedis,
     pub state: AppState,
-    pub http: reqwest::Client,
     pub clock: Clock,
     pub handle: actix_web::dev::ServerHandle,
+}
+
+impl std::ops::Deref for TestApp {
+    type Target = Api;
+    fn deref(&self) -> &Api {
+        &self.api
+    }
+}
+
+/// A running instance as a client sees it: its HTTP API and WebSocket endpoint on loopback
+/// (shared by [`TestApp`] and the cluster harness's instances).
+pub struct Api {
+    pub addr: String,
+    pub port: u16,
+    pub http: reqwest::Client,
 }
 
 /// Starts a real Redis and a real server (Redis clock).
@@ -110,14 +124,9 @@ pub async fn spawn_on(redis: TestRedis, settings: Settings, clock: Clock) -> Tes
     let handle = app.handle();
     tokio::spawn(app.run_until_stopped());
     TestApp {
-        addr: format!("http://127.0.0.1:{port}"),
-        port,
+        api: Api::new(port, Duration::from_secs(10)),
         redis,
         state,
-        http: reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .unwrap(),
         clock,
         handle,
     }
@@ -138,7 +147,17 @@ impl Resp {
     }
 }
 
-impl TestApp {
+impl Api {
+    /// The front door of an instance listening on loopback `port`; requests time out after
+    /// `timeout`.
+    pub fn new(port: u16, timeout: Duration) -> Api {
+        Api {
+            addr: format!("http://127.0.0.1:{port}"),
+            port,
+            http: reqwest::Client::builder().timeout(timeout).build().unwrap(),
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.addr)
     }
@@ -201,7 +220,9 @@ impl TestApp {
     pub fn token(&self, player: &str, name: Option<&str>) -> String {
         Tokens::new(&Secret::new(TOKEN_SECRET)).issue(&Id::parse(player).unwrap(), name, 3600)
     }
+}
 
+impl TestApp {
     /// A raw Redis connection to inspect state.
     pub async fn redis_conn(&self) -> redis::aio::MultiplexedConnection {
         redis::Client::open(self.redis.url())
