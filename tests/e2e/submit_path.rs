@@ -343,3 +343,63 @@ async fn audit_log_lists_entries_written_before_batching() {
     assert_eq!(entries[1]["id"], "o1");
     assert_eq!(entries[1]["time_ms"], 1_700_000_000_000_i64);
 }
+
+/// One `submit.lua` call with players interleaved, a retry of an id inside the same batch and
+/// a refused submission (the script runs each player's submissions together, so the results
+/// must still come back in the batch's order): each answer sits at its submission's place, the
+/// retry is a duplicate with the first answer, the refusal changes nothing, and the scores are
+/// those of the submissions applied once each.
+#[tokio::test]
+async fn one_batch_with_interleaved_players_answers_in_its_order() {
+    let app = spawn_app().await;
+    app.board("mix", json!({"max_points_per_submit": 100}))
+        .await;
+    let mut redis = app.redis_conn().await;
+    let script = &scorecast_server::scripts::PLAIN.submit;
+    let mut inv = script.key("lb:{mix}:config");
+    inv.arg("");
+    // (player, id, points): alice a1, bob b1, alice a1 again, alice a2, bob b2 refused, carol c1.
+    let batch = [
+        ("alice", "a1", 10),
+        ("bob", "b1", 20),
+        ("alice", "a1", 10),
+        ("alice", "a2", 5),
+        ("bob", "b2", 1000),
+        ("carol", "c1", 7),
+    ];
+    for (player, id, points) in batch {
+        inv.arg(player).arg(id).arg(points).arg("").arg("").arg("");
+    }
+    let reply: Vec<redis::Value> = inv.invoke_async(&mut redis).await.expect("submit.lua");
+    // The season, then 7 fields per submission: status (1 ok, 2 duplicate, else an error code)
+    // first, the score third (server/src/store/batch.rs).
+    assert_eq!(reply.len(), 1 + 7 * batch.len(), "{reply:?}");
+    let field = |i: usize, k: usize| match &reply[1 + 7 * i + k] {
+        redis::Value::Int(n) => n.to_string(),
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    };
+    let answers: Vec<(String, String)> = (0..batch.len())
+        .map(|i| (field(i, 0), field(i, 2)))
+        .collect();
+    assert_eq!(
+        answers[..4],
+        [
+            ("1".to_string(), "10".to_string()),
+            ("1".into(), "20".into()),
+            ("2".into(), "10".into()),
+            ("1".into(), "15".into()),
+        ],
+        "{answers:?}"
+    );
+    assert_eq!(answers[4].0, "points_out_of_range", "{answers:?}");
+    assert_eq!(
+        answers[5],
+        ("1".to_string(), "7".to_string()),
+        "{answers:?}"
+    );
+    for (player, score) in [("alice", 15), ("bob", 20), ("carol", 7)] {
+        let r = app.get(&format!("/v1/boards/mix/players/{player}")).await;
+        assert_eq!(r.body["score"], score, "{player}: {:?}", r.body);
+    }
+}
