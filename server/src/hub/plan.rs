@@ -105,7 +105,7 @@ pub(super) fn meets(ranges: &[(u64, u64)], a: u64, b: u64) -> bool {
 }
 
 /// What deriving did to an `around` view's kept window.
-enum Kept {
+enum Derivation {
     /// Kept up to date, and no row changed: nothing to send.
     Unchanged,
     /// Kept up to date, and a row changed: sent from the kept rows, with no read.
@@ -116,34 +116,34 @@ enum Kept {
 
 /// Brings an `around` view's kept window up to the events at hand (`around.rs`), when
 /// `derive` allows; otherwise, or where a move makes it inexact, forgets it.
-fn keep_around(sub: &mut Sub, derive: bool, moves: &[Move], seqs: &[(u64, usize)]) -> Kept {
+fn keep_around(sub: &mut Sub, derive: bool, moves: &[Move], seqs: &[(u64, usize)]) -> Derivation {
     let Some(k) = sub.kept.as_mut().filter(|_| derive) else {
         sub.kept = None;
-        return Kept::Unknown;
+        return Derivation::Unknown;
     };
     let (Some(&(first, _)), Some(&(last, _))) = (seqs.first(), seqs.last()) else {
-        return Kept::Unchanged;
+        return Derivation::Unchanged;
     };
     if k.at + 1 < first {
         // Events were consumed without it: stale.
         sub.kept = None;
-        return Kept::Unknown;
+        return Derivation::Unknown;
     }
     let Some(&(_, start)) = seqs.get(seqs.partition_point(|e| e.0 <= k.at)) else {
-        return Kept::Unchanged;
+        return Derivation::Unchanged;
     };
     match k.window.apply(&moves[start..]) {
         Ok(changed) => {
             k.at = k.at.max(last);
             if changed {
-                Kept::Changed
+                Derivation::Changed
             } else {
-                Kept::Unchanged
+                Derivation::Unchanged
             }
         }
         Err(_) => {
             sub.kept = None;
-            Kept::Unknown
+            Derivation::Unknown
         }
     }
 }
@@ -209,15 +209,15 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
         }
         if sub.view.kind() == ViewKind::Around {
             match keep_around(sub, derive && !force, &moves, &seqs) {
-                Kept::Unchanged => continue,
-                Kept::Changed => {
+                Derivation::Unchanged => continue,
+                Derivation::Changed => {
                     metrics::AROUND_WINDOWS
                         .with_label_values(&["derived"])
                         .inc();
                     plan.targets.push((*key, sub.gen));
                     continue;
                 }
-                Kept::Unknown => {}
+                Derivation::Unknown => {}
             }
         }
         let affected = force
