@@ -119,6 +119,13 @@ pub static PUSHES: LazyLock<IntCounter> = LazyLock::new(|| {
     )
 });
 
+pub static DEFERRED: LazyLock<IntCounter> = LazyLock::new(|| {
+    counter(
+        "scorecast_views_deferred_total",
+        "`me` updates left for the next flush because the session had not written the last one yet",
+    )
+});
+
 pub static COALESCED: LazyLock<IntCounter> = LazyLock::new(|| {
     counter(
         "scorecast_views_coalesced_total",
@@ -270,6 +277,7 @@ pub fn render() -> String {
     }
     LazyLock::force(&PUSHES);
     LazyLock::force(&COALESCED);
+    LazyLock::force(&DEFERRED);
     for code in ["1000", "1001", "1002", "1008", "1009"] {
         WS_CLOSES.with_label_values(&[code]);
     }

@@ -13,7 +13,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use redis::AsyncCommands;
 use scorecast_tests::scorecast_server::clock::Clock;
 use scorecast_tests::scorecast_server::hub::derive::{Move, Standings};
-use scorecast_tests::scorecast_server::metrics::{AROUND_WINDOWS, ME_STANDINGS};
+use scorecast_tests::scorecast_server::metrics::{AROUND_WINDOWS, DEFERRED, ME_STANDINGS};
 use scorecast_tests::scorecast_shared::Id;
 use scorecast_tests::ws::{Incoming, WsClient};
 use scorecast_tests::{spawn_app, spawn_app_with, TestApp};
@@ -262,6 +262,87 @@ async fn last_me_push_equals_the_stored_rank_ordinal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn last_me_push_equals_the_stored_rank_shared() {
     last_push_equals_stored("shared").await;
+}
+
+/// A session that stops reading while its board keeps changing falls behind: its `me` updates
+/// are left for later flushes rather than rendered only to be replaced (`hub/worker.rs`). Once it
+/// reads again, its last `rank` push equals the stored standing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_me_view_catches_up_with_the_stored_standing() {
+    const PLAYERS: usize = 100;
+    let app = spawn_app_with(
+        |s| {
+            // Behind, not stalled for good: the session must not be closed meanwhile.
+            s.ws.slow_client_ms = 60_000;
+        },
+        Clock::Redis,
+    )
+    .await;
+    let board = "lag";
+    app.board(board, json!({"op": "incr"})).await;
+    let app = &app;
+    join_all((0..PLAYERS).map(|p| async move {
+        app.score(board, &format!("player-{p:03}"), 1000 + p as i64)
+            .await
+    }))
+    .await;
+    app.score(board, "watcher", 500).await;
+    let mut ws = WsClient::connect_small_buffer(&app.ws_url(), app.port, 4096).await;
+    assert_eq!(
+        ws.hello(&app.token("watcher", None)).await["type"],
+        "welcome"
+    );
+    assert_eq!(ws.subscribe(board, "me", json!({})).await["type"], "rank");
+    // `top 100` pushes of several KiB fill the socket soon once the client stops reading.
+    assert_eq!(
+        ws.subscribe(board, "top", json!({"limit": 100})).await["type"],
+        "top"
+    );
+
+    // From here on the client does not read; the watcher climbs until the hub defers its `me`
+    // update (a process-wide counter: other tests only add to it).
+    let deferred = DEFERRED.get();
+    let started = std::time::Instant::now();
+    let mut round = 0;
+    while DEFERRED.get() == deferred {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the `me` view was never deferred"
+        );
+        round += 1;
+        app.score(board, &format!("player-{:03}", round % PLAYERS), 1)
+            .await;
+        app.score(board, "watcher", 7).await;
+    }
+    // A last climb, whose update is deferred too while the client still does not read: only a
+    // later flush, once the session caught up, can show it. The counter has no event to await:
+    // it is polled, bounded.
+    let deferred = DEFERRED.get();
+    app.score(board, "watcher", 300).await;
+    while DEFERRED.get() == deferred {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the last update was never deferred"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stored = app
+        .get(&format!("/v1/boards/{board}/players/watcher"))
+        .await;
+    assert_eq!(stored.status, 200, "{:?}", stored.body);
+    let want = (stored.body["score"].clone(), stored.body["rank"].clone());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut last = Value::Null;
+    while (last["score"].clone(), last["rank"].clone()) != want {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match ws.next_within(left).await {
+            Some(Incoming::Json(v)) if v["type"] == "rank" => last = v,
+            Some(Incoming::Json(_)) => {}
+            other => {
+                panic!("no `rank` push with the stored standing {want:?} (last {last}): {other:?}")
+            }
+        }
+    }
 }
 
 /// `around` windows, read in one bulk read per flush: after the load stops, each player's last

@@ -58,6 +58,8 @@ struct ViewSlot {
     key: ViewKey,
     text: Option<ByteString>,
     turn: u64,
+    /// Since when `text` has waited (set when the slot became pending, kept by replacements).
+    since: Instant,
 }
 
 impl Inner {
@@ -139,6 +141,7 @@ impl Outbox {
                 Some(_) => crate::metrics::COALESCED.inc(),
                 None => {
                     slot.turn = turn;
+                    slot.since = Instant::now();
                     g.turn += 1;
                     g.pending += 1;
                 }
@@ -148,6 +151,7 @@ impl Outbox {
                     key: (board.clone(), kind),
                     text: Some(text),
                     turn,
+                    since: Instant::now(),
                 });
                 g.turn += 1;
                 g.pending += 1;
@@ -156,6 +160,15 @@ impl Outbox {
         g.update_full(self.capacity);
         drop(guard);
         self.notify.notify_one();
+    }
+
+    /// Since when the view's unsent update has waited (`None`: the session wrote the last one).
+    pub fn view_pending_since(&self, board: &Id, kind: ViewKind) -> Option<Instant> {
+        self.lock()
+            .slots
+            .iter()
+            .find(|s| s.key.1 == kind && s.key.0 == *board && s.text.is_some())
+            .map(|s| s.since)
     }
 
     /// Forgets an unsent update of a view that was unsubscribed.
@@ -306,5 +319,33 @@ mod tests {
         assert_eq!(text(o.pop()), "b1");
         assert_eq!(text(o.pop()), "a3");
         assert!(o.pop().is_none() && o.is_empty());
+    }
+
+    /// A view's unsent update tells since when it has waited: since the slot became pending (a
+    /// replacement does not restart it), and nothing once it was written.
+    #[test]
+    fn a_pending_view_tells_since_when_it_waits() {
+        let o = Outbox::new(8);
+        let (me, top) = (key("b", ViewKind::Me), key("b", ViewKind::Top));
+        assert_eq!(o.view_pending_since(&me.0, me.1), None);
+        let before = Instant::now();
+        o.offer_view(&me.0, me.1, "1".into());
+        let since = o.view_pending_since(&me.0, me.1).expect("pending");
+        assert!(since >= before);
+        o.offer_view(&me.0, me.1, "2".into());
+        assert_eq!(
+            o.view_pending_since(&me.0, me.1),
+            Some(since),
+            "a replacement keeps it"
+        );
+        assert_eq!(
+            o.view_pending_since(&top.0, top.1),
+            None,
+            "another view of the board"
+        );
+        assert_eq!(text(o.pop()), "2");
+        assert_eq!(o.view_pending_since(&me.0, me.1), None, "written");
+        o.offer_view(&me.0, me.1, "3".into());
+        assert!(o.view_pending_since(&me.0, me.1).expect("pending again") >= since);
     }
 }

@@ -189,13 +189,32 @@ impl Inner {
         let ordinal = b.ordinal == Some(true);
         // `around` windows sent from their kept rows (`around.rs`), with no read.
         let mut derived_pages: HashMap<Want, Page> = HashMap::new();
-        let Board { subs, me, .. } = b;
+        let Board {
+            subs,
+            me,
+            dirty,
+            wake,
+            ..
+        } = b;
+        // `me` views skipped because their session is behind: the worker flushes again.
+        let mut behind = 0u64;
+        let behind_after = 2 * Duration::from_millis(self.ws.coalesce_ms);
         for (key, gen) in plan.targets {
             let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
                 continue;
             };
             let msg = match (sub.view, sub.player.as_ref()) {
                 (View::Me, Some(p)) => {
+                    let since = sub.outbox.view_pending_since(board, key.1);
+                    if !plan.resync && since.is_some_and(|t| t.elapsed() >= behind_after) {
+                        // The session has not written this view's update of two windows ago:
+                        // a newer one would only replace it, rendered for nothing (at 10 000
+                        // watchers most of them were). It is rendered at a next flush instead,
+                        // from the standing then, once the session caught up.
+                        sub.force = true;
+                        behind += 1;
+                        continue;
+                    }
                     let Some((player, standing)) = me.get_key_value(p) else {
                         continue;
                     };
@@ -245,6 +264,11 @@ impl Inner {
                 sub.outbox.offer_view(board, key.1, msg.text.clone());
                 crate::metrics::PUSHES.inc();
             }
+        }
+        if behind > 0 {
+            metrics::DEFERRED.inc_by(behind);
+            dirty.any = true;
+            wake.notify_one();
         }
     }
 
