@@ -84,7 +84,7 @@ pub struct WsSettings {
     /// Coalescing window of view pushes.
     pub coalesce_ms: u64,
     pub max_frame_bytes: usize,
-    /// SO_SNDBUF of each WebSocket's TCP socket (the kernel doubles it): what a client that
+    /// SO_SNDBUF of each accepted TCP connection (the kernel doubles it): what a client that
     /// stops reading can pin in kernel memory before it is detected and closed.
     pub send_buffer_bytes: usize,
     /// Messages a connection may send per second, any type (bursts up to twice that); beyond,

@@ -125,6 +125,10 @@ impl Application {
         let port = local.port();
         let data = web::Data::new(state.clone());
         let web_dir = state.settings.web_dir.clone();
+        let socket_options = crate::ws::conn::SocketOptions {
+            send_buffer_bytes: state.settings.ws.send_buffer_bytes,
+            user_timeout: Duration::from_millis(state.settings.ws.slow_client_ms),
+        };
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(data.clone())
@@ -158,9 +162,9 @@ impl Application {
         })
         .shutdown_timeout(10)
         .workers(http_workers(state.settings.http_workers))
-        // A duplicate of each connection's descriptor, so a WebSocket session can bound its
-        // kernel send buffer and end a stalled client for real (`ws/conn.rs`).
-        .on_connect(crate::ws::conn::Conn::on_connect)
+        // A small send buffer and a TCP user timeout on every connection, so a client that
+        // stops reading pins little and is ended by the kernel (`ws/conn.rs`).
+        .on_connect(move |io, ext| crate::ws::conn::Conn::on_connect(io, ext, socket_options))
         .listen(listener)?
         .run();
         Ok(Application {

@@ -96,7 +96,6 @@ async fn upgrade(
         }
         None => conn::ConnHandle::default(),
     };
-    conn.limit_send_buffer(st.settings.ws.send_buffer_bytes);
     let max = st.settings.ws.max_frame_bytes;
     let frames = frames
         .max_frame_size(max)

@@ -421,10 +421,9 @@ async fn run(
 }
 
 async fn bench(a: Args) -> anyhow::Result<()> {
-    // Each player is one socket here and two descriptors in the server (a process of its own,
-    // with the same limit): its socket and the duplicate `ws/conn.rs` keeps to bound and abort it.
-    // Past the limit the server's accepts fail and back off: the ramp-up crawls.
-    let need = 2 * a.players as u64 + 64;
+    // Each player is one descriptor here and one in the server (a process of its own, with the
+    // same limit). Past the limit the server's accepts fail and back off: the ramp-up crawls.
+    let need = a.players as u64 + 64;
     let limit = open_files_limit();
     anyhow::ensure!(
         limit.is_none_or(|l| l >= need),

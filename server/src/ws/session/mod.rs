@@ -40,11 +40,12 @@ use slow::SlowClient;
 const MAX_INFLIGHT: usize = 64;
 /// On shutdown, how long in-flight submissions and their answers may take before the close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// How long the final close frame may wait for room on the socket; past that the connection
-/// is aborted.
+/// How long the final close frame may wait for room on the socket; past that the session lets
+/// go (a client that takes nothing is ended by the kernel: `ws/conn.rs`).
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// A client closed for not reading: how long its close frame may wait (best effort: it is not
-/// reading) before its connection is aborted and its buffers freed.
+/// reading). The kernel ends its connection once it has taken nothing for `slow_client_ms`
+/// (`ws/conn.rs`), which frees its buffers.
 const ABORT_WAIT: Duration = Duration::from_millis(100);
 
 /// How a session ends.
@@ -53,7 +54,8 @@ enum Exit {
     Gone,
     /// Send a close frame (with this reason) and end.
     Close(Option<CloseReason>),
-    /// A client that does not read: queue a close frame, then abort the TCP connection.
+    /// A client that does not read: queue a close frame (best effort) and end; the kernel ends
+    /// the TCP connection (`ws/conn.rs`).
     Abort(CloseReason),
 }
 
@@ -97,19 +99,15 @@ pub fn run(
         match exit {
             Exit::Gone => {}
             Exit::Close(reason) => {
-                if Box::pin(tokio::time::timeout(CLOSE_WAIT, socket.close(reason)))
-                    .await
-                    .is_err()
-                {
-                    conn.abort();
-                }
+                let _ = Box::pin(tokio::time::timeout(CLOSE_WAIT, socket.close(reason))).await;
             }
             Exit::Abort(reason) => {
                 let _ =
                     Box::pin(tokio::time::timeout(ABORT_WAIT, socket.close(Some(reason)))).await;
-                conn.abort();
             }
         }
+        // The address slot is held until the connection is gone as well.
+        drop(conn);
     }
 }
 

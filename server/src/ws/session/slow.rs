@@ -3,8 +3,9 @@
 //! socket: a client that stops reading stalls the socket long before its queue fills, because
 //! view updates replace each other. The socket stalls early because its kernel send buffer is
 //! small (`ws.send_buffer_bytes`), so what is queued for a client is bounded by that, actix's
-//! write buffer and the outbox. Such a client's connection is then aborted, not just closed:
-//! it would never read the close frame, and its buffers would stay pinned.
+//! write buffer and the outbox. Its close frame is best effort (it is not reading); the kernel
+//! ends its connection once it has taken nothing for `slow_client_ms` (`TCP_USER_TIMEOUT`,
+//! `ws/conn.rs`), so its buffers do not stay pinned.
 //!
 //! The check runs on a coarse tick, and only while there is something to suspect: a timer
 //! re-armed on every pass of a busy loop would cost more than the check. The timer is made by
