@@ -4,12 +4,15 @@
 -- KEYS[1]  lb:{<board>}:config
 -- ARGV[1]  player   ARGV[2] the ban record (JSON, stored as is)   ARGV[3] reason ('' = none)
 -- ARGV[4]  until_ms ('' = until lifted)   ARGV[5] now_ms override ('' = TIME)
+-- ARGV[6]  '' for this board's own ban, '*' for this board's copy of a ban on every board
 --
--- Records the ban in `bans` (player -> record; lua/submit.lua refuses the player's submissions
--- while it is there), moves the player's entry of every kept season (and the current one) to
+-- Records the ban in `bans` under `<player>` (this board's own) or `*<player>` (a ban on every
+-- board; `*` is not an id character): two layers that neither replaces nor lifts the other.
+-- lua/submit.lua refuses the player's submissions while either is there. Moves the player's entry of every kept season (and the current one) to
 -- `held:<player>` (season -> stored score), so reads and views no longer see it, and writes an
 -- audit-log entry. A change event tells views of the current season the entry is gone.
--- Banning a banned player replaces the record (entries are already held).
+-- Banning a player banned in the same layer replaces that layer's record (entries are already
+-- held).
 --
 -- Returns {'ok', seasons held (count)} or {'err', code, message}.
 
@@ -21,7 +24,7 @@ local player = ARGV[1]
 local now = now_ms(ARGV[5])
 local current = current_season(prefix, cfg, now)
 
-redis.call('HSET', prefix .. 'bans', player, ARGV[2])
+redis.call('HSET', prefix .. 'bans', ARGV[6] .. player, ARGV[2])
 
 local seasons = redis.call('ZRANGE', prefix .. 'seasons', 0, -1)
 local seen = false
@@ -45,6 +48,7 @@ for _, s in ipairs(seasons) do
 end
 
 redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*',
-  'action', 'ban', 'player', player, 'reason', ARGV[3], 'until_ms', ARGV[4], 'held', fmt(held),
+  'action', 'ban', 'player', player, 'scope', ARGV[6] == '*' and 'every board' or 'board',
+  'reason', ARGV[3], 'until_ms', ARGV[4], 'held', fmt(held),
   'time_ms', fmt(now))
 return {'ok', held}

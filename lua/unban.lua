@@ -6,10 +6,12 @@
 -- ARGV[3]  expected until_ms ('' = lift whatever ban there is; the expiry job passes the
 --          until_ms it was scheduled for, so a ban renewed meanwhile stays)
 -- ARGV[4]  now_ms override ('' = TIME)
+-- ARGV[5]  the layers to lift: '' this board's own ban, '*' this board's copy of a ban on every
+--          board, '+' both (lua/ban.lua)
 --
--- Puts back every held entry of a season the board still keeps (a season dropped meanwhile is
--- gone with its entries), drops the hold, writes an audit-log entry, and tells views of the
--- current season the entry is back.
+-- Writes an audit-log entry. Once no layer is left, puts back every held entry of a season the
+-- board still keeps (a season dropped meanwhile is gone with its entries), drops the hold, and
+-- tells views of the current season the entry is back.
 --
 -- Returns {'ok', lifted (0/1), entries restored} or {'err', code, message}.
 
@@ -18,20 +20,29 @@ local board = board_of(prefix)
 local cfg = load_config(KEYS[1])
 if not cfg then return {'err', 'unknown_board', 'no board ' .. board} end
 local player = ARGV[1]
-local raw = redis.call('HGET', prefix .. 'bans', player)
-if not raw then return {'ok', 0, 0} end
-if ARGV[3] ~= '' then
-  local ban = cjson.decode(raw)
-  if ban.until_ms == nil or ban.until_ms == cjson.null or fmt(ban.until_ms) ~= ARGV[3] then
-    return {'ok', 0, 0}
+local bans = prefix .. 'bans'
+local layers = ARGV[5] == '+' and {'', '*'} or {ARGV[5]}
+local lifted = 0
+for _, layer in ipairs(layers) do
+  local raw = redis.call('HGET', bans, layer .. player)
+  local due = raw ~= false
+  if due and ARGV[3] ~= '' then
+    local ban = cjson.decode(raw)
+    due = ban.until_ms ~= nil and ban.until_ms ~= cjson.null and fmt(ban.until_ms) == ARGV[3]
+  end
+  if due then
+    redis.call('HDEL', bans, layer .. player)
+    lifted = 1
   end
 end
+if lifted == 0 then return {'ok', 0, 0} end
 local now = now_ms(ARGV[4])
 local current = current_season(prefix, cfg, now)
 
-redis.call('HDEL', prefix .. 'bans', player)
+-- Still banned in the other layer: the entries stay held.
+local still = redis.call('HEXISTS', bans, player) == 1 or redis.call('HEXISTS', bans, '*' .. player) == 1
 local hold = prefix .. 'held:' .. player
-local held = redis.call('HGETALL', hold)
+local held = still and {} or redis.call('HGETALL', hold)
 local restored = 0
 for i = 1, #held, 2 do
   local s, score = held[i], held[i + 1]
@@ -47,9 +58,10 @@ for i = 1, #held, 2 do
     end
   end
 end
-redis.call('DEL', hold)
+if not still then redis.call('DEL', hold) end
 
 redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*',
-  'action', 'unban', 'player', player, 'reason', ARGV[2], 'restored', fmt(restored),
+  'action', 'unban', 'player', player, 'scope', ARGV[5] == '*' and 'every board' or (ARGV[5] == '+' and 'all' or 'board'),
+  'reason', ARGV[2], 'restored', fmt(restored), 'still_banned', still and '1' or '0',
   'time_ms', fmt(now))
 return {'ok', 1, restored}

@@ -298,6 +298,80 @@ async fn a_ban_expires_through_the_job_queue() {
     );
 }
 
+/// A board's own ban and a ban on every board are two layers: either one lifted or expired
+/// leaves the player banned by the other, and the held entries come back only once neither is
+/// left.
+#[tokio::test]
+async fn a_board_ban_and_a_ban_on_every_board_do_not_lift_each_other() {
+    let app = spawn_app_with(|s| s.workers = false, Clock::manual(T0)).await;
+    app.board("l1", json!({})).await;
+    app.board("l2", json!({})).await;
+    app.score("l1", "gus", 7).await;
+    app.score("l2", "gus", 9).await;
+    let r = ban(&app, "gus", json!({"reason": "cheat"})).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let r = ban(&app, "gus", json!({"board": "l1", "until_ms": T0 + 60_000})).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let list = app.call(Method::GET, "/admin/bans", None, true).await;
+    let boards: Vec<&Value> = list.body["bans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["board"])
+        .collect();
+    assert_eq!(boards, [&Value::Null, &json!("l1")], "{:?}", list.body);
+
+    // l1's own ban expires: the ban on every board still holds there.
+    app.clock.set(T0 + 60_000);
+    let (job, ok) = jobs::run_next(&app.state, &NoNotify)
+        .await
+        .unwrap()
+        .expect("due");
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    assert_eq!(
+        score_with_id(&app, "l1", "gus", 1, "a").await.code(),
+        "forbidden"
+    );
+    assert_eq!(players_on_top(&app, "l1").await, vec![]);
+    // `?board=` lifts a board's own ban only, and says why there is none to lift.
+    let r = lift(&app, "/admin/bans/gus?board=l1").await;
+    assert_eq!(r.status, 404, "{:?}", r.body);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("every board")),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(
+        score_with_id(&app, "l1", "gus", 1, "b").await.code(),
+        "forbidden"
+    );
+
+    // The other way round: l1's own ban (no end) outlives the ban on every board, renewed to
+    // end at T0 + 120 s.
+    ban(&app, "gus", json!({"board": "l1"})).await;
+    ban(&app, "gus", json!({"until_ms": T0 + 120_000})).await;
+    app.clock.set(T0 + 120_000);
+    let (job, ok) = jobs::run_next(&app.state, &NoNotify)
+        .await
+        .unwrap()
+        .expect("due");
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    assert_eq!(players_on_top(&app, "l2").await, vec![("gus".into(), 9)]);
+    assert_eq!(score_with_id(&app, "l2", "gus", 1, "c").await.status, 200);
+    assert_eq!(
+        score_with_id(&app, "l1", "gus", 1, "d").await.code(),
+        "forbidden"
+    );
+    assert_eq!(players_on_top(&app, "l1").await, vec![]);
+
+    // Lifting every ban of the player (no `?board=`) frees them on l1 as well.
+    assert_eq!(lift(&app, "/admin/bans/gus").await.status, 204);
+    assert_eq!(players_on_top(&app, "l1").await, vec![("gus".into(), 7)]);
+    assert_eq!(score_with_id(&app, "l1", "gus", 1, "e").await.status, 200);
+}
+
 /// Bad moderation input gets its error and changes nothing.
 #[tokio::test]
 async fn bad_ban_requests_change_nothing() {

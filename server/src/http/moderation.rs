@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::extract::Admin;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
-use crate::store::{Ban, Lift, Read};
+use crate::store::{Ban, Layer, Lift, Read};
 
 /// The longest ban reason, in characters.
 const MAX_REASON: usize = 200;
@@ -73,7 +73,8 @@ pub async fn put_ban(
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct LiftQuery {
-    /// Lift the ban on this board only; absent = every ban of the player.
+    /// Lift this board's own ban only (a ban on every board stays); absent = every ban of the
+    /// player.
     pub board: Option<String>,
 }
 
@@ -89,14 +90,28 @@ pub async fn delete_ban(
 ) -> AppResult<HttpResponse> {
     let player = AppState::id(&path)?;
     let lifted = match q.board.as_deref().map(AppState::id).transpose()? {
-        Some(b) => st.store.unban_on(&b, &player, Lift::Lifted).await?,
+        Some(b) => {
+            st.store
+                .unban_on(&b, &player, Layer::Board, Lift::Lifted)
+                .await?
+        }
         None => st.store.unban_everywhere(&player, Lift::Lifted).await?,
     };
     if !lifted {
-        return Err(AppError::new(
-            ErrorCode::NotFound,
-            format!("{player} is not banned there"),
-        ));
+        // A ban on every board is lifted as a whole, not board by board.
+        let everywhere = q.board.is_some()
+            && st
+                .store
+                .global_bans()
+                .await?
+                .iter()
+                .any(|b| b.player == player.as_str());
+        let message = if everywhere {
+            format!("{player} has no ban of this board's own; their ban on every board is lifted without ?board=")
+        } else {
+            format!("{player} is not banned there")
+        };
+        return Err(AppError::new(ErrorCode::NotFound, message));
     }
     tracing::info!(%player, board = ?q.board, "ban lifted");
     Ok(HttpResponse::NoContent().finish())

@@ -33,7 +33,7 @@ use crate::error::{AppError, AppResult};
 use crate::keys;
 use crate::queue::{Job, NewJob, Queue};
 use crate::state::AppState;
-use crate::store::{Ban, Lift, Read};
+use crate::store::{Ban, Layer, Lift, Read};
 
 pub use calendar::calendar_season;
 pub use notifier::Notifier;
@@ -235,7 +235,11 @@ pub async fn handle(st: &AppState, notifier: &dyn Notifier, job: &Job) -> anyhow
             };
             let lifted = match &p.board {
                 None => st.store.unban_everywhere(&player, lift).await,
-                Some(b) => match st.store.unban_on(&Id::parse(b)?, &player, lift).await {
+                Some(b) => match st
+                    .store
+                    .unban_on(&Id::parse(b)?, &player, Layer::Board, lift)
+                    .await
+                {
                     // The board is gone, and its ban with it.
                     Err(e) if e.code == ErrorCode::UnknownBoard => Ok(false),
                     r => r,

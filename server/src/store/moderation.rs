@@ -1,7 +1,9 @@
 //! Moderation (`docs/protocol.md`, "Moderation"): bans, board deletion, the audit log paged by
 //! cursor. A ban on one board is one script on that board's slot (`lua/ban.lua`,
 //! `lua/unban.lua`); a ban on every board is the same script on each board plus the `sc:bans`
-//! index (`lua/ban_index.lua`), which boards created later take their bans from.
+//! index (`lua/ban_index.lua`), which boards created later take their bans from. On a board the
+//! two are separate layers ([`Layer`]): neither replaces nor lifts the other, and the player is
+//! banned there while either stands.
 
 use redis::{AsyncCommands, Value};
 use scorecast_shared::{ErrorCode, Id};
@@ -22,6 +24,27 @@ pub struct Ban {
     pub until_ms: Option<i64>,
     /// When it was placed (ms since the epoch).
     pub at_ms: i64,
+}
+
+/// Which of a board's two ban layers a script touches (`lua/ban.lua`, `lua/unban.lua`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    /// The board's own ban.
+    Board,
+    /// The board's copy of a ban on every board.
+    Everywhere,
+    /// Both (lifting only: an admin lifting every ban of the player).
+    Both,
+}
+
+impl Layer {
+    fn arg(self) -> &'static str {
+        match self {
+            Layer::Board => "",
+            Layer::Everywhere => "*",
+            Layer::Both => "+",
+        }
+    }
 }
 
 /// Why a ban ends (written to the audit log).
@@ -60,22 +83,34 @@ impl Store {
             .arg(record)
             .arg(ban.reason.as_deref().unwrap_or(""))
             .arg(ban.until_ms.map(|t| t.to_string()).unwrap_or_default())
-            .arg(self.clock.arg());
+            .arg(self.clock.arg())
+            .arg(match ban.board {
+                Some(_) => Layer::Board.arg(),
+                None => Layer::Everywhere.arg(),
+            });
         let reply: Value = crate::metrics::script("ban", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         Ok(r.first().and_then(reply::int).unwrap_or(0) as u64)
     }
 
-    /// Lifts the ban of `player` on `board` (`lua/unban.lua`); false if there was none (or, for
-    /// [`Lift::Expired`], it was renewed).
-    pub async fn unban_on(&self, board: &Id, player: &Id, lift: Lift) -> AppResult<bool> {
+    /// Lifts `layer` of the ban of `player` on `board` (`lua/unban.lua`); false if there was
+    /// none (or, for [`Lift::Expired`], it was renewed). The held entries come back once no
+    /// layer is left.
+    pub async fn unban_on(
+        &self,
+        board: &Id,
+        player: &Id,
+        layer: Layer,
+        lift: Lift,
+    ) -> AppResult<bool> {
         let (why, until) = lift.args();
         let mut c = self.conn.clone();
         let mut inv = scripts::publishing(&c).unban.key(keys::config(board));
         inv.arg(player.as_str())
             .arg(why)
             .arg(until)
-            .arg(self.clock.arg());
+            .arg(self.clock.arg())
+            .arg(layer.arg());
         let reply: Value = crate::metrics::script("unban", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         Ok(r.first().and_then(reply::int) == Some(1))
@@ -106,8 +141,14 @@ impl Store {
         Ok(())
     }
 
-    /// Lifts every ban of a player: the index, then each board. True if any was lifted.
+    /// Lifts the ban of a player on every board (the index, then each board's copy) and, for an
+    /// admin's [`Lift::Lifted`], each board's own ban too (`DELETE /admin/bans/{p}` lifts every
+    /// ban of the player). True if any was lifted.
     pub async fn unban_everywhere(&self, player: &Id, lift: Lift) -> AppResult<bool> {
+        let layer = match lift {
+            Lift::Lifted => Layer::Both,
+            Lift::Expired { .. } => Layer::Everywhere,
+        };
         let mut c = self.conn.clone();
         let reply: Value = scripts::BAN_INDEX
             .key(keys::BANS)
@@ -118,7 +159,7 @@ impl Store {
             .await?;
         let mut any = reply::ok(reply)?.first().and_then(reply::int) == Some(1);
         for (board, _) in self.boards().await? {
-            match self.unban_on(&board, player, lift).await {
+            match self.unban_on(&board, player, layer, lift).await {
                 Ok(lifted) => any |= lifted,
                 Err(e) if e.code == ErrorCode::UnknownBoard => {}
                 Err(e) => return Err(e),
