@@ -12,10 +12,11 @@
 //!
 //! Printed per run: submissions/s, ack p99, push p99 to spectators (and to `me`), `me` pushes/s,
 //! the server's CPU (from `/proc/<pid>/stat`) per submission and per push, Redis CPU and
-//! `EVALSHA` time (INFO), and the `me` standings the hub derived vs read (`/metrics`); then the
-//! ratio of submissions/s and what Redis spent on view reads: `INFO commandstats` counts both
-//! scripts as `EVALSHA`, so the view-read calls are the calls beyond the submission batches
-//! (one `seq` bump each), next to the `me` standings the hub read rather than derived.
+//! `EVALSHA` time (INFO), the `me` standings the hub derived vs read and the `me` updates it
+//! deferred because their session was behind (`/metrics`); then the ratio of submissions/s and
+//! what Redis spent on view reads: `INFO commandstats` counts both scripts as `EVALSHA`, so the
+//! view-read calls are the calls beyond the submission batches (one `seq` bump each), next to
+//! the `me` standings the hub read rather than derived.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -221,8 +222,9 @@ async fn redis_stats(
     Ok((cpu, calls, usec))
 }
 
-/// `scorecast_me_standings_total` by source (derived, read), from `/metrics`.
-async fn standings(port: u16) -> anyhow::Result<(u64, u64)> {
+/// `scorecast_me_standings_total` by source (derived, read), and
+/// `scorecast_views_deferred_total`, from `/metrics`.
+async fn standings(port: u16) -> anyhow::Result<(u64, u64, u64)> {
     let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
         .await?
         .text()
@@ -234,7 +236,12 @@ async fn standings(port: u16) -> anyhow::Result<(u64, u64)> {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .unwrap_or(0.0) as u64
     };
-    Ok((get("derived"), get("read")))
+    let deferred = text
+        .lines()
+        .find_map(|l| l.strip_prefix("scorecast_views_deferred_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(0.0) as u64;
+    Ok((get("derived"), get("read"), deferred))
 }
 
 /// What one run measured.
@@ -254,6 +261,8 @@ struct Run {
     evalsha_usec: u64,
     derived: u64,
     read: u64,
+    /// `me` updates the hub left for a later flush because their session was behind.
+    deferred: u64,
     /// Submission batches (the board's `seq` went up once per batch: every submission adds).
     batches: u64,
 }
@@ -363,7 +372,7 @@ async fn run(
     let cpu0 = cpu_seconds(pid)?;
     let own0 = cpu_seconds(std::process::id())?;
     let (rcpu0, calls0, usec0) = redis_stats(conn).await?;
-    let (der0, read0) = standings(port).await?;
+    let (der0, read0, def0) = standings(port).await?;
     let probes: Probes = Arc::default();
     let stop = Arc::new(tokio::sync::Notify::new());
     let start = Instant::now();
@@ -390,7 +399,7 @@ async fn run(
     let cpu1 = cpu_seconds(pid)?;
     let own1 = cpu_seconds(std::process::id())?;
     let (rcpu1, calls1, usec1) = redis_stats(conn).await?;
-    let (der1, read1) = standings(port).await?;
+    let (der1, read1, def1) = standings(port).await?;
     let seq1: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
     tokio::time::sleep(SETTLE).await;
     stop.notify_waiters();
@@ -416,6 +425,7 @@ async fn run(
         evalsha_usec: usec1 - usec0,
         derived: der1 - der0,
         read: read1 - read0,
+        deferred: def1 - def0,
         batches: seq1.unwrap_or(0) - seq0.unwrap_or(0),
     })
 }
@@ -528,7 +538,7 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         // the submission batches are view reads (top reads, and `me` bulk reads if any).
         let reads = r.evalsha_calls.saturating_sub(r.batches);
         println!(
-            "{}: Redis script time {:.0} µs/s over {} EVALSHA calls; {} submission batches, {} view-read calls ({:.1}/s); `me` standings read {}, derived {}",
+            "{}: Redis script time {:.0} µs/s over {} EVALSHA calls; {} submission batches, {} view-read calls ({:.1}/s); `me` standings read {}, derived {}; `me` updates deferred (session behind) {}",
             r.name,
             r.evalsha_usec as f64 / r.seconds,
             r.evalsha_calls,
@@ -537,6 +547,7 @@ async fn bench(a: Args) -> anyhow::Result<()> {
             reads as f64 / r.seconds,
             r.read,
             r.derived,
+            r.deferred,
         );
     }
     println!(
