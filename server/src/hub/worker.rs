@@ -35,10 +35,38 @@ const CONFIG_EVERY: Duration = Duration::from_secs(1);
 /// A flush whose reads failed (Redis down) is retried after this.
 const FLUSH_RETRY: Duration = Duration::from_millis(250);
 
-/// Flushes one board's views, at most once per coalescing window, until the board entry of
-/// `epoch` is gone.
+/// The longest a board's window grows to while most of its `me` watchers are behind, in
+/// coalescing windows.
+const MAX_STRETCH: u32 = 16;
+
+/// The window before a board's next flush: `coalesce_ms` while its sessions keep up; doubled
+/// (up to [`MAX_STRETCH`] times) after a flush that found most of its `me` watchers behind
+/// (their sessions had not written their update of two windows before, so it was deferred),
+/// and halved back once they keep up again. A board whose watchers cannot take its pushes is
+/// flushed less often instead of walked every window for views that cannot be sent: that CPU
+/// goes to the submissions (10 000 watchers on two cores). Never below `coalesce_ms`.
+fn next_window(window: Duration, coalesce: Duration, flushed: Flushed) -> Duration {
+    if flushed.deferred * 2 > flushed.me {
+        (window * 2).min(coalesce * MAX_STRETCH)
+    } else {
+        (window / 2).max(coalesce)
+    }
+}
+
+/// What a flush did with its `me` views.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Flushed {
+    /// `me` views it was planned for.
+    me: u64,
+    /// Of those, left for a later flush because their session was behind.
+    deferred: u64,
+}
+
+/// Flushes one board's views, at most once per window (at least `coalesce_ms`: see
+/// [`next_window`]), until the board entry of `epoch` is gone.
 pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Notify>) {
     let coalesce = Duration::from_millis(inner.ws.coalesce_ms);
+    let mut window = coalesce;
     let mut last_flush: Option<Instant> = None;
     let mut config_read: Option<Instant> = None;
     loop {
@@ -47,7 +75,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Noti
         // CONFIG_EVERY, before a flush; until it is read (or if it cannot be) standings are read.
         wake.notified().await;
         if let Some(t) = last_flush {
-            tokio::time::sleep_until(t + coalesce).await;
+            tokio::time::sleep_until(t + window).await;
         }
         if config_read.is_none_or(|t| t.elapsed() >= CONFIG_EVERY) {
             config_read = Some(Instant::now());
@@ -60,7 +88,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Noti
         };
         last_flush = Some(Instant::now());
         match inner.read_plan(&board, &plan).await {
-            Ok(pages) => inner.offer(&board, plan, pages),
+            Ok(pages) => window = next_window(window, coalesce, inner.offer(&board, plan, pages)),
             Err(e) => {
                 tracing::debug!(%board, error = %e, "view flush failed; retrying");
                 inner.mark_dirty_again(&board, &plan);
@@ -143,10 +171,10 @@ impl Inner {
     }
 
     /// Offers the flush's messages to the subscriptions it was planned for.
-    fn offer(&self, board: &Id, plan: Plan, pages: Pages) {
+    fn offer(&self, board: &Id, plan: Plan, pages: Pages) -> Flushed {
         let mut st = self.lock();
         let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == plan.epoch) else {
-            return;
+            return Flushed::default();
         };
         let Pages { views, me: me_page } = pages;
         let (lowest, highest) = views
@@ -157,7 +185,7 @@ impl Inner {
         if !plan.resync && lowest < plan.high_seq {
             tracing::warn!(%board, seq = lowest, known = plan.high_seq, "seq went backwards: Redis lost its data; resyncing");
             b.mark_resync();
-            return;
+            return Flushed::default();
         }
         b.high_seq = b.high_seq.max(highest);
         if let Some(p) = views.values().chain(me_page.as_ref()).next() {
@@ -178,7 +206,7 @@ impl Inner {
             }
         }
         let Some(season) = b.season.clone() else {
-            return;
+            return Flushed::default();
         };
         let mut built: HashMap<(Want, u64), Built> = HashMap::new();
         // Sized for every target: grown from empty it would rehash a few times per flush.
@@ -197,7 +225,7 @@ impl Inner {
             ..
         } = b;
         // `me` views skipped because their session is behind: the worker flushes again.
-        let mut behind = 0u64;
+        let mut flushed = Flushed::default();
         let behind_after = 2 * Duration::from_millis(self.ws.coalesce_ms);
         for (key, gen) in plan.targets {
             let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
@@ -205,6 +233,7 @@ impl Inner {
             };
             let msg = match (sub.view, sub.player.as_ref()) {
                 (View::Me, Some(p)) => {
+                    flushed.me += 1;
                     let since = sub.outbox.view_pending_since(board, key.1);
                     if !plan.resync && since.is_some_and(|t| t.elapsed() >= behind_after) {
                         // The session has not written this view's update of two windows ago:
@@ -212,7 +241,7 @@ impl Inner {
                         // watchers most of them were). It is rendered at a next flush instead,
                         // from the standing then, once the session caught up.
                         sub.force = true;
-                        behind += 1;
+                        flushed.deferred += 1;
                         continue;
                     }
                     let Some((player, standing)) = me.get_key_value(p) else {
@@ -265,11 +294,12 @@ impl Inner {
                 crate::metrics::PUSHES.inc();
             }
         }
-        if behind > 0 {
-            metrics::DEFERRED.inc_by(behind);
+        if flushed.deferred > 0 {
+            metrics::DEFERRED.inc_by(flushed.deferred);
             dirty.any = true;
             wake.notify_one();
         }
+        flushed
     }
 
     /// A flush failed: its views are to be recomputed at the next one.
@@ -280,5 +310,41 @@ impl Inner {
             b.dirty.full = true;
             b.dirty.resync |= plan.resync;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn the_window_stretches_while_most_watchers_are_behind_and_comes_back() {
+        let coalesce = ms(50);
+        let behind = Flushed {
+            me: 10,
+            deferred: 6,
+        };
+        let keeping_up = Flushed {
+            me: 10,
+            deferred: 5,
+        };
+        let mut w = coalesce;
+        for want in [100, 200, 400, 800, 800] {
+            w = next_window(w, coalesce, behind);
+            assert_eq!(w, ms(want));
+        }
+        for want in [400, 200, 100, 50, 50] {
+            w = next_window(w, coalesce, keeping_up);
+            assert_eq!(w, ms(want));
+        }
+        // A flush with no `me` view (a board only spectators watch) never stretches it.
+        assert_eq!(
+            next_window(coalesce, coalesce, Flushed::default()),
+            coalesce
+        );
     }
 }
