@@ -63,6 +63,13 @@ struct ViewSlot {
 }
 
 impl Inner {
+    /// The slot of a view, if it has one.
+    fn slot(&mut self, board: &Id, kind: ViewKind) -> Option<&mut ViewSlot> {
+        self.slots
+            .iter_mut()
+            .find(|s| s.key.1 == kind && s.key.0 == *board)
+    }
+
     fn len(&self) -> usize {
         self.direct.len() + self.pending
     }
@@ -132,11 +139,7 @@ impl Outbox {
         let mut guard = self.lock();
         let g = &mut *guard;
         let turn = g.turn;
-        match g
-            .slots
-            .iter_mut()
-            .find(|s| s.key.1 == kind && s.key.0 == *board)
-        {
+        match g.slot(board, kind) {
             Some(slot) => match slot.text.replace(text) {
                 Some(_) => crate::metrics::COALESCED.inc(),
                 None => {
@@ -165,9 +168,8 @@ impl Outbox {
     /// Since when the view's unsent update has waited (`None`: the session wrote the last one).
     pub fn view_pending_since(&self, board: &Id, kind: ViewKind) -> Option<Instant> {
         self.lock()
-            .slots
-            .iter()
-            .find(|s| s.key.1 == kind && s.key.0 == *board && s.text.is_some())
+            .slot(board, kind)
+            .filter(|s| s.text.is_some())
             .map(|s| s.since)
     }
 

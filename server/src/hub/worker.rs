@@ -227,6 +227,7 @@ impl Inner {
         // `me` views skipped because their session is behind: the worker flushes again.
         let mut flushed = Flushed::default();
         let behind_after = 2 * Duration::from_millis(self.ws.coalesce_ms);
+        let now = std::time::Instant::now();
         for (key, gen) in plan.targets {
             let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
                 continue;
@@ -235,7 +236,8 @@ impl Inner {
                 (View::Me, Some(p)) => {
                     flushed.me += 1;
                     let since = sub.outbox.view_pending_since(board, key.1);
-                    if !plan.resync && since.is_some_and(|t| t.elapsed() >= behind_after) {
+                    if !plan.resync && since.is_some_and(|t| now.duration_since(t) >= behind_after)
+                    {
                         // The session has not written this view's update of two windows ago:
                         // a newer one would only replace it, rendered for nothing (at 10 000
                         // watchers most of them were). It is rendered at a next flush instead,
