@@ -46,7 +46,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// A client closed for not reading: how long its close frame may wait (best effort: it is not
 /// reading). The kernel ends its connection once it has taken nothing for `slow_client_ms`
 /// (`ws/conn.rs`), which frees its buffers.
-const ABORT_WAIT: Duration = Duration::from_millis(100);
+const UNREAD_CLOSE_WAIT: Duration = Duration::from_millis(100);
 
 /// How a session ends.
 enum Exit {
@@ -56,7 +56,7 @@ enum Exit {
     Close(Option<CloseReason>),
     /// A client that does not read: queue a close frame (best effort) and end; the kernel ends
     /// the TCP connection (`ws/conn.rs`).
-    Abort(CloseReason),
+    Unread(CloseReason),
 }
 
 /// A close frame's reason; every close the server starts is counted by its code.
@@ -101,9 +101,12 @@ pub fn run(
             Exit::Close(reason) => {
                 let _ = Box::pin(tokio::time::timeout(CLOSE_WAIT, socket.close(reason))).await;
             }
-            Exit::Abort(reason) => {
-                let _ =
-                    Box::pin(tokio::time::timeout(ABORT_WAIT, socket.close(Some(reason)))).await;
+            Exit::Unread(reason) => {
+                let _ = Box::pin(tokio::time::timeout(
+                    UNREAD_CLOSE_WAIT,
+                    socket.close(Some(reason)),
+                ))
+                .await;
             }
         }
         // The address slot is held until the connection is gone as well.

@@ -90,7 +90,7 @@ impl SlowClient {
             crate::metrics::SLOW_CLOSES
                 .with_label_values(&["queue_full"])
                 .inc();
-            return Some(Exit::Abort(reason(
+            return Some(Exit::Unread(reason(
                 CloseCode::Policy,
                 "too slow: the outbound queue stayed full",
             )));
@@ -104,7 +104,7 @@ impl SlowClient {
             crate::metrics::SLOW_CLOSES
                 .with_label_values(&["stalled"])
                 .inc();
-            return Some(Exit::Abort(reason(
+            return Some(Exit::Unread(reason(
                 CloseCode::Policy,
                 "too slow: the socket took nothing for slow_client_ms",
             )));
