@@ -129,8 +129,8 @@ local function submit_player(player, subs)
   -- 0. A banned player changes nothing, a retried submission id included (the board's own ban
   -- and its copy of a ban on every board, lua/ban.lua; only on a board that has bans at all:
   -- `any_bans` is read once per batch).
-  if any_bans and (redis.call('HEXISTS', prefix .. 'bans', player) == 1
-      or redis.call('HEXISTS', prefix .. 'bans', '*' .. player) == 1) then
+  local banned = any_bans and redis.call('HMGET', prefix .. 'bans', player, '*' .. player)
+  if banned and (banned[1] or banned[2]) then
     for k = 1, ns do refuse(subs[k], 'forbidden', player .. ' is banned from ' .. board, 0, 0, 0) end
     return
   end

@@ -40,7 +40,8 @@ local now = now_ms(ARGV[4])
 local current = current_season(prefix, cfg, now)
 
 -- Still banned in the other layer: the entries stay held.
-local still = redis.call('HEXISTS', bans, player) == 1 or redis.call('HEXISTS', bans, '*' .. player) == 1
+local left = redis.call('HMGET', bans, player, '*' .. player)
+local still = (left[1] or left[2]) and true or false
 local hold = prefix .. 'held:' .. player
 local held = still and {} or redis.call('HGETALL', hold)
 local restored = 0
