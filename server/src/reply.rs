@@ -85,10 +85,11 @@ pub fn ok(v: Value) -> AppResult<Vec<Value>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn bulk(s: &str) -> Value {
+    /// A bulk-string reply (for the reply readers' tests).
+    pub(crate) fn bulk(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())
     }
 

@@ -245,6 +245,15 @@ impl Notifier for NoNotify {
     }
 }
 
+/// Runs the job that is due and checks it was a `ban.lift` that succeeded.
+async fn run_due_ban_lift(app: &TestApp) {
+    let (job, ok) = jobs::run_next(&app.state, &NoNotify)
+        .await
+        .unwrap()
+        .expect("a due job");
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+}
+
 /// A ban with `until_ms` lifts itself: the `ban.lift` job in Scorecast's queue is due at that
 /// time, not before, and puts the entry back; a ban renewed meanwhile is not lifted by the old
 /// job.
@@ -265,11 +274,7 @@ async fn a_ban_expires_through_the_job_queue() {
     assert_eq!(players_on_top(&app, "e").await, vec![]);
 
     app.clock.set(T0 + 60_000);
-    let (job, ok) = jobs::run_next(&app.state, &NoNotify)
-        .await
-        .unwrap()
-        .expect("due");
-    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    run_due_ban_lift(&app).await;
     assert_eq!(players_on_top(&app, "e").await, vec![("finn".into(), 3)]);
     assert_eq!(score_with_id(&app, "e", "finn", 1, "z").await.status, 200);
 
@@ -287,11 +292,7 @@ async fn a_ban_expires_through_the_job_queue() {
     )
     .await;
     app.clock.set(T0 + 120_000);
-    let (job, ok) = jobs::run_next(&app.state, &NoNotify)
-        .await
-        .unwrap()
-        .expect("due");
-    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    run_due_ban_lift(&app).await;
     assert_eq!(
         score_with_id(&app, "e", "finn", 1, "w").await.code(),
         "forbidden"
@@ -323,11 +324,7 @@ async fn a_board_ban_and_a_ban_on_every_board_do_not_lift_each_other() {
 
     // l1's own ban expires: the ban on every board still holds there.
     app.clock.set(T0 + 60_000);
-    let (job, ok) = jobs::run_next(&app.state, &NoNotify)
-        .await
-        .unwrap()
-        .expect("due");
-    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    run_due_ban_lift(&app).await;
     assert_eq!(
         score_with_id(&app, "l1", "gus", 1, "a").await.code(),
         "forbidden"
@@ -353,11 +350,7 @@ async fn a_board_ban_and_a_ban_on_every_board_do_not_lift_each_other() {
     ban(&app, "gus", json!({"board": "l1"})).await;
     ban(&app, "gus", json!({"until_ms": T0 + 120_000})).await;
     app.clock.set(T0 + 120_000);
-    let (job, ok) = jobs::run_next(&app.state, &NoNotify)
-        .await
-        .unwrap()
-        .expect("due");
-    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    run_due_ban_lift(&app).await;
     assert_eq!(players_on_top(&app, "l2").await, vec![("gus".into(), 9)]);
     assert_eq!(score_with_id(&app, "l2", "gus", 1, "c").await.status, 200);
     assert_eq!(

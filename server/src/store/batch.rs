@@ -213,10 +213,7 @@ fn result(board: &Id, batch_season: &str, r: &[Value]) -> AppResult<Accepted> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
+    use crate::reply::tests::bulk;
 
     #[test]
     fn results_read_from_the_flat_reply() {

@@ -224,7 +224,7 @@ async fn redis_stats(
 
 /// `scorecast_me_standings_total` by source (derived, read), and
 /// `scorecast_views_deferred_total`, from `/metrics`.
-async fn standings(port: u16) -> anyhow::Result<(u64, u64, u64)> {
+async fn hub_counters(port: u16) -> anyhow::Result<(u64, u64, u64)> {
     let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
         .await?
         .text()
@@ -372,7 +372,7 @@ async fn run(
     let cpu0 = cpu_seconds(pid)?;
     let own0 = cpu_seconds(std::process::id())?;
     let (rcpu0, calls0, usec0) = redis_stats(conn).await?;
-    let (der0, read0, def0) = standings(port).await?;
+    let (der0, read0, def0) = hub_counters(port).await?;
     let probes: Probes = Arc::default();
     let stop = Arc::new(tokio::sync::Notify::new());
     let start = Instant::now();
@@ -399,7 +399,7 @@ async fn run(
     let cpu1 = cpu_seconds(pid)?;
     let own1 = cpu_seconds(std::process::id())?;
     let (rcpu1, calls1, usec1) = redis_stats(conn).await?;
-    let (der1, read1, def1) = standings(port).await?;
+    let (der1, read1, def1) = hub_counters(port).await?;
     let seq1: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
     tokio::time::sleep(SETTLE).await;
     stop.notify_waiters();
