@@ -218,12 +218,13 @@ end
 -- Bumps the board's change counter and tells every instance (the same script that changes a
 -- score bumps seq, so events are ordered with the data). The channel is keys::events in
 -- server/src/keys.rs; `body` is `,"changes":[{player, score, rank, previous_rank}, ...]` or
--- `,"rollover":true` (the shape server/src/hub/events.rs reads).
+-- `,"rollover":true` (the shape server/src/hub/events.rs reads). Returns the new seq and the
+-- event as published.
 local function publish_change(prefix, board, season, body)
   local seq = redis.call('INCR', prefix .. 'seq')
-  redis.call(PUBLISH_CMD, 'ev:{' .. board .. '}',
-    '{"board":"' .. board .. '","season":"' .. season .. '","seq":' .. fmt(seq) .. body .. '}')
-  return seq
+  local event = '{"board":"' .. board .. '","season":"' .. season .. '","seq":' .. fmt(seq) .. body .. '}'
+  redis.call(PUBLISH_CMD, 'ev:{' .. board .. '}', event)
+  return seq, event
 end
 
 local function board_of(prefix)

@@ -38,6 +38,8 @@
 --   accepted: 1 (or 2 = duplicate), season ('' = the batch's), points, rank, previous_rank
 --             (-1 = none), seq, reached_ms (-1 = none)
 --   refused:  error code, message, retry_after_ms, limit, reset_ms, 0, 0
+-- then the change event as published ('' = none): the submitting instance applies it to its
+-- views at once, so a submitter's `me` push can leave with its ack (server/src/hub/commit.rs).
 -- (server/src/store/batch.rs reads it.)
 --
 
@@ -63,6 +65,7 @@ if not cfg then
     out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5], out[at + 6], out[at + 7] =
       'unknown_board', 'no board ' .. board, 0, 0, 0, 0, 0
   end
+  out[#out + 1] = ''
   return out
 end
 
@@ -310,7 +313,10 @@ if nl > 0 then
   redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', LOG_MAXLEN, '*',
     'season', season, 'time_ms', now, 'batch', table.concat(lines, '\n', 1, nl))
 end
+local event = ''
 if nc > 0 then
-  publish_change(prefix, board, season, ',"changes":[' .. table.concat(changes, ',', 1, nc) .. ']')
+  local _
+  _, event = publish_change(prefix, board, season, ',"changes":[' .. table.concat(changes, ',', 1, nc) .. ']')
 end
+out[#out + 1] = event
 return out

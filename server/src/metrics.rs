@@ -126,6 +126,14 @@ pub static DEFERRED: LazyLock<IntCounter> = LazyLock::new(|| {
     )
 });
 
+pub static WITH_ACK: LazyLock<IntCounter> = LazyLock::new(|| {
+    counter(
+        "scorecast_views_with_ack_total",
+        "`me` updates queued with the submitter's ack (before the batch's results were handed \
+         out), not at the board's next flush",
+    )
+});
+
 pub static COALESCED: LazyLock<IntCounter> = LazyLock::new(|| {
     counter(
         "scorecast_views_coalesced_total",
@@ -204,8 +212,8 @@ pub static RATE_LIMITED: LazyLock<IntCounterVec> = LazyLock::new(|| {
 pub static ME_STANDINGS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     counter_vec(
         "scorecast_me_standings_total",
-        "`me` standings brought up to date by a view flush, by source (derived from the change \
-         events, or read from Redis)",
+        "`me` standings brought up to date, by source (derived from the change events, at a \
+         view flush or at one of this instance's own batches; or read from Redis)",
         &["source"],
     )
 });

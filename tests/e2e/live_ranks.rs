@@ -13,9 +13,11 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use redis::AsyncCommands;
 use scorecast_tests::scorecast_server::clock::Clock;
 use scorecast_tests::scorecast_server::hub::derive::{Move, Standings};
-use scorecast_tests::scorecast_server::metrics::{AROUND_WINDOWS, DEFERRED, ME_STANDINGS};
+use scorecast_tests::scorecast_server::metrics::{
+    AROUND_WINDOWS, DEFERRED, ME_STANDINGS, WITH_ACK,
+};
 use scorecast_tests::scorecast_shared::Id;
-use scorecast_tests::ws::{Incoming, WsClient};
+use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{spawn_app, spawn_app_with, TestApp};
 use serde_json::{json, Value};
 
@@ -343,6 +345,78 @@ async fn a_lagging_me_view_catches_up_with_the_stored_standing() {
             }
         }
     }
+}
+
+/// A submitter's own `me` update is queued before its ack is handed out (`hub/commit.rs`), so
+/// both leave together, not at the board's next flush: with a window far longer than the test,
+/// the update still comes with the ack and shows the ack's standing. A second submission within
+/// the window gets its ack without an update (at most one message per view per window).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submitters_rank_update_goes_with_its_ack() {
+    let app = spawn_app_with(
+        // The board's first flush runs at once; the next one would come after the test.
+        |s| s.ws.coalesce_ms = 600_000,
+        Clock::Redis,
+    )
+    .await;
+    let board = "acked";
+    app.board(board, json!({})).await;
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(ws.hello(&app.token("alice", None)).await["type"], "welcome");
+    assert_eq!(
+        ws.subscribe(board, "me", json!({})).await["rank"],
+        Value::Null
+    );
+    assert_eq!(ws.subscribe(board, "top", json!({})).await["type"], "top");
+    // A first change and its flush: the hub now knows the board's ranking and season.
+    app.score(board, "bob", 50).await;
+    ws.recv_until(WAIT, |v| v["type"] == "top" && v["total"] == 1)
+        .await;
+
+    let with_ack = WITH_ACK.get();
+    ws.send_json(json!({"type": "submit", "id": "s1", "board": board, "points": 100}))
+        .await;
+    let (mut ack, mut rank) = (None, None);
+    while ack.is_none() || rank.is_none() {
+        match ws.next_within(WAIT).await {
+            Some(Incoming::Json(v)) if v["type"] == "ack" => ack = Some(v),
+            Some(Incoming::Json(v)) if v["type"] == "rank" => rank = Some(v),
+            other => {
+                panic!("expected the ack and the `rank` update, got {other:?} ({ack:?}, {rank:?})")
+            }
+        }
+    }
+    let (ack, rank) = (ack.unwrap(), rank.unwrap());
+    assert_eq!(
+        (&ack["score"], &ack["rank"]),
+        (&json!(100), &json!(1)),
+        "{ack}"
+    );
+    assert_eq!(
+        (&rank["score"], &rank["rank"], &rank["previous_rank"]),
+        (&json!(100), &json!(1), &Value::Null),
+        "{rank}"
+    );
+    // A process-wide counter (other tests only add to it).
+    assert!(WITH_ACK.get() > with_ack);
+
+    // Within the window: the ack alone. An update would have been queued before the ack, so it
+    // would come before the pong.
+    ws.send_json(json!({"type": "submit", "id": "s2", "board": board, "points": 5}))
+        .await;
+    ws.send_json(json!({"type": "ping"})).await;
+    let mut acked = false;
+    loop {
+        match ws.next_within(WAIT).await {
+            Some(Incoming::Json(v)) if v["type"] == "ack" => {
+                assert_eq!(v["score"], 105, "{v}");
+                acked = true;
+            }
+            Some(Incoming::Json(v)) if v["type"] == "pong" => break,
+            other => panic!("expected the ack and the pong only, got {other:?}"),
+        }
+    }
+    assert!(acked);
 }
 
 /// `around` windows, read in one bulk read per flush: after the load stops, each player's last

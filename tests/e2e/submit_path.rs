@@ -7,7 +7,7 @@ use reqwest::Method;
 use scorecast_server::clock::Clock;
 use scorecast_shared::ErrorCode;
 use scorecast_tests::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// The dedup window and cap of `lua/submit.lua` (README "Redis keys").
 const WINDOW_MS: i64 = 600_000;
@@ -372,8 +372,8 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
     }
     let reply: Vec<redis::Value> = inv.invoke_async(&mut redis).await.expect("submit.lua");
     // The season, then 7 fields per submission: status (1 ok, 2 duplicate, else an error code)
-    // first, the score third (server/src/store/batch.rs).
-    assert_eq!(reply.len(), 1 + 7 * batch.len(), "{reply:?}");
+    // first, the score third, then the change event as published (server/src/store/batch.rs).
+    assert_eq!(reply.len(), 2 + 7 * batch.len(), "{reply:?}");
     let field = |i: usize, k: usize| match &reply[1 + 7 * i + k] {
         redis::Value::Int(n) => n.to_string(),
         redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
@@ -397,6 +397,23 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
         answers[5],
         ("1".to_string(), "7".to_string()),
         "{answers:?}"
+    );
+    // One event for the batch, listing the changes in the order applied (each player's
+    // together): the retry and the refusal changed nothing.
+    let event: Value = match reply.last() {
+        Some(redis::Value::BulkString(b)) => serde_json::from_slice(b).expect("the event's JSON"),
+        other => panic!("no event: {other:?}"),
+    };
+    assert_eq!(event["seq"], 1, "{event}");
+    let changes: Vec<(&str, i64)> = event["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| (c["player"].as_str().unwrap(), c["score"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        changes,
+        [("alice", 10), ("alice", 15), ("bob", 20), ("carol", 7)]
     );
     for (player, score) in [("alice", 15), ("bob", 20), ("carol", 7)] {
         let r = app.get(&format!("/v1/boards/mix/players/{player}")).await;

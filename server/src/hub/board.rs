@@ -1,7 +1,9 @@
 //! One watched board: its subscriptions, what changed since the last flush, and what the hub
 //! remembers between flushes (the highest `seq` seen, each player's last standing, the season).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
@@ -38,6 +40,9 @@ pub(super) struct Board {
     /// Whether the board ranks ordinally (`None` until the worker read the config): only then
     /// are standings derived from events.
     pub ordinal: Option<bool>,
+    /// The seqs of this instance's own events applied at commit (`commit.rs`), ascending, until
+    /// their pub/sub copies arrive (and are skipped).
+    pub early: VecDeque<u64>,
 }
 
 pub(super) struct Sub {
@@ -57,6 +62,11 @@ pub(super) struct Sub {
     /// `around` on an ordinal board: the rows it shows, kept up to date from the change events
     /// (`around.rs`); `None` = read at the next change that reaches it.
     pub kept: Option<Kept>,
+    /// When the last update was offered, and whether it went with a submitter's ack (then the
+    /// board's flushes hold the view's next update until a window has passed: at most one
+    /// message per view per window).
+    pub last_sent: Option<Instant>,
+    pub sent_early: bool,
 }
 
 impl Sub {
@@ -73,6 +83,8 @@ impl Sub {
             last_hash: None,
             window: None,
             kept: None,
+            last_sent: None,
+            sent_early: false,
         }
     }
 }
@@ -108,7 +120,21 @@ impl Board {
             pending: Vec::new(),
             pending_seqs: Vec::new(),
             ordinal: None,
+            early: VecDeque::new(),
         }
+    }
+
+    /// Whether the event of `seq` was applied at commit already (its pub/sub copy is skipped).
+    /// Seqs below it were applied at commit but their copies were lost: forgotten too.
+    pub fn take_early(&mut self, seq: u64) -> bool {
+        while self.early.front().is_some_and(|&s| s < seq) {
+            self.early.pop_front();
+        }
+        let early = self.early.front() == Some(&seq);
+        if early {
+            self.early.pop_front();
+        }
+        early
     }
 
     /// Every view is to be recomputed at the next flush (and the worker woken for it).
@@ -132,6 +158,8 @@ impl Board {
     pub fn mark_resync(&mut self) {
         crate::metrics::RESYNCS.inc();
         self.forget_standings();
+        // Ordering restarts: a seq applied at commit may come again, as another event.
+        self.early.clear();
         self.last_event_seq = 0;
         self.high_seq = 0;
         self.dirty.resync = true;

@@ -132,12 +132,23 @@ impl Standings {
         st
     }
 
-    /// Whether `player`'s standing changed in the last [`Standings::derive`].
+    /// Whether `player`'s standing changed in a [`Standings::derive`] since the last
+    /// [`Standings::settle`].
     pub fn changed(&self, player: &Id) -> bool {
         self.get_changed(player).is_some_and(|(_, c)| c)
     }
 
-    /// `player`'s last known standing, and whether the last [`Standings::derive`] changed it.
+    /// Forgets which standings changed (a flush has offered them): [`Standings::changed`] tells
+    /// only of derivations after this.
+    pub fn settle(&mut self) {
+        let Standings { changed, slots, .. } = self;
+        for s in changed.drain(..) {
+            slots[s as usize].changed = false;
+        }
+    }
+
+    /// `player`'s last known standing, and whether a [`Standings::derive`] since the last
+    /// [`Standings::settle`] changed it.
     pub fn get_changed(&self, player: &Id) -> Option<(MeState, bool)> {
         let slot = &self.slots[*self.index.get(player)? as usize];
         Some((self.state(slot), slot.changed))
@@ -213,13 +224,12 @@ impl Standings {
     }
 
     /// Applies the moves of the events at hand (`seqs`: each event's `seq` and the index of its
-    /// first move, ascending) to every known standing. Afterwards [`Standings::changed`] tells
+    /// first move, ascending) to every known standing; events at or below the standings' `seq`
+    /// are skipped, so the same events may be passed again with more after them (the hub derives
+    /// at each of its own batches, then at the flush). Afterwards [`Standings::changed`] tells
     /// which changed, and a standing that cannot be derived (older than the first event at hand,
     /// or derived with a mover that disagreed with its event) is unknown.
     pub fn derive(&mut self, moves: &[Move], seqs: &[(u64, usize)]) -> Derived {
-        for s in std::mem::take(&mut self.changed) {
-            self.slots[s as usize].changed = false;
-        }
         let mut out = Derived::default();
         let slots = &self.slots;
         self.order
@@ -713,6 +723,38 @@ mod tests {
         }
     }
 
+    /// The hub derives at each of its own batches, then again at the flush with every event
+    /// since the last flush: events already applied are skipped, and what changed adds up until
+    /// the flush settles it.
+    #[test]
+    fn deriving_again_with_more_events_equals_deriving_once() {
+        let mut m = Model::default();
+        for (p, s) in [("a", 50), ("b", 40), ("c", 30), ("d", 20)] {
+            m.set(p, Some(s));
+        }
+        let players = ["a", "b", "c", "d"];
+        let (mut once, mut stepwise) = (learned(&m, &players, 1), learned(&m, &players, 1));
+        let (mut moves, mut seqs) = (Vec::new(), Vec::new());
+        for (seq, (p, s)) in [(2, ("d", 45)), (3, ("c", 60)), (4, ("a", 10))] {
+            seqs.push((seq, moves.len()));
+            moves.push(m.set(p, Some(s)));
+            assert!(!stepwise.derive(&moves, &seqs).inconsistent);
+        }
+        assert!(!once.derive(&moves, &seqs).inconsistent);
+        for p in players {
+            assert_eq!(known(&stepwise, p), m.standing(p), "{p}");
+            let at = |st: &Standings| st.get(&id(p)).map(|s| (s.score, s.rank, s.at));
+            assert_eq!(at(&stepwise), at(&once), "{p}");
+            assert_eq!(stepwise.changed(&id(p)), once.changed(&id(p)), "{p}");
+        }
+        // `previous_rank` is the rank before the last derivation that moved the player: `a`,
+        // pushed from 1 to 2 by `c` (seq 3), then down to 4 by its own move (seq 4).
+        let a = |st: &Standings| st.get(&id("a")).and_then(|s| s.previous_rank);
+        assert_eq!((a(&stepwise), a(&once)), (Some(2), Some(1)));
+        stepwise.settle();
+        assert!(players.iter().all(|p| !stepwise.changed(&id(p))));
+    }
+
     #[test]
     fn random_flushes_match_the_model() {
         // A small deterministic generator: the e2e property test does the same against Redis.
@@ -751,6 +793,7 @@ mod tests {
                     learned_now.push(p.clone());
                 }
             }
+            st.settle();
             let d = st.derive(&moves, &seqs);
             assert!(!d.inconsistent);
             for (i, p) in players.iter().enumerate() {

@@ -13,6 +13,7 @@
 //! | `pubsub.rs`    | the dedicated pub/sub connection and which channels it carries           |
 //! | `sharded.rs`   | on a cluster: board events on sharded channels, one connection per master |
 //! | `events.rs`    | what a board's change event makes dirty                                  |
+//! | `commit.rs`    | this instance's own batches: applied at once, submitters' `me` with acks |
 //! | `board.rs`     | one watched board's subscriptions and dirty state                        |
 //! | `derive.rs`    | `me` ranks derived from the change events, where exact (pure)            |
 //! | `plan.rs`      | which views a flush recomputes and which reads serve them (pure)         |
@@ -28,6 +29,7 @@
 
 mod around;
 mod board;
+mod commit;
 pub mod derive;
 mod events;
 mod members;
@@ -134,6 +136,11 @@ impl Hub {
                 instance: uuid::Uuid::new_v4().simple().to_string(),
             }),
         };
+        // A weak handle: the store lives in the hub (a strong one would make a cycle).
+        let weak = Arc::downgrade(&hub.inner);
+        hub.inner.store.on_commit(Box::new(move |board, event| {
+            weak.upgrade()?.committed(board, event)
+        }));
         tokio::spawn(pubsub::run(hub.inner.clone()));
         if let crate::conn::Target::Cluster(seeds) = &target {
             // A node's URL: the seeds' scheme and credentials with that node's address.

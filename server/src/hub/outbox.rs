@@ -18,7 +18,8 @@
 //! The lock is a std `Mutex`: it is held for a few pointer moves and never across an `.await`.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use actix_ws::Message;
@@ -35,6 +36,17 @@ pub struct Outbox {
     /// Wakes the session when something was queued.
     notify: Notify,
     capacity: usize,
+    /// The session's submissions awaiting their answer ([`Outbox::submitting`]).
+    submitting: AtomicU32,
+}
+
+/// A submission of the session awaiting its answer; dropped once it has it (or was dropped).
+pub struct Submitting(Arc<Outbox>);
+
+impl Drop for Submitting {
+    fn drop(&mut self) {
+        self.0.submitting.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 #[derive(Default)]
@@ -104,7 +116,21 @@ impl Outbox {
             notify: Notify::new(),
             // A zero capacity would make every session "full" from the start.
             capacity: capacity.max(1),
+            submitting: AtomicU32::new(0),
         }
+    }
+
+    /// Counts a submission of the session until its answer is queued (the guard is dropped):
+    /// meanwhile the hub holds the player's `me` update back for a while, to send it with the
+    /// ack (`hub/commit.rs`).
+    pub fn submitting(self: &Arc<Self>) -> Submitting {
+        self.submitting.fetch_add(1, Ordering::Relaxed);
+        Submitting(self.clone())
+    }
+
+    /// Whether a submission of the session awaits its answer.
+    pub fn awaits_ack(&self) -> bool {
+        self.submitting.load(Ordering::Relaxed) > 0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -136,6 +162,13 @@ impl Outbox {
 
     /// Puts the latest state of a view in its slot, replacing an unsent stale one.
     pub fn offer_view(&self, board: &Id, kind: ViewKind, text: ByteString) {
+        self.put_view(board, kind, text);
+        self.notify.notify_one();
+    }
+
+    /// [`Outbox::offer_view`] without waking the session: the caller calls [`Outbox::wake`]
+    /// later (a batch's `me` updates are queued before its acks, woken after them).
+    pub fn put_view(&self, board: &Id, kind: ViewKind, text: ByteString) {
         let mut guard = self.lock();
         let g = &mut *guard;
         let turn = g.turn;
@@ -161,7 +194,10 @@ impl Outbox {
             }
         }
         g.update_full(self.capacity);
-        drop(guard);
+    }
+
+    /// Wakes the session to write what was put in its queue.
+    pub fn wake(&self) {
         self.notify.notify_one();
     }
 

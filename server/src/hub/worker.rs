@@ -226,8 +226,11 @@ impl Inner {
         } = b;
         // `me` views skipped because their session is behind: the worker flushes again.
         let mut flushed = Flushed::default();
-        let behind_after = 2 * Duration::from_millis(self.ws.coalesce_ms);
+        let window = Duration::from_millis(self.ws.coalesce_ms);
+        let behind_after = 2 * window;
         let now = std::time::Instant::now();
+        // `me` views held back because their last update went with an ack (`commit.rs`).
+        let mut held = false;
         for (key, gen) in plan.targets {
             let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
                 continue;
@@ -235,6 +238,22 @@ impl Inner {
             let msg = match (sub.view, sub.player.as_ref()) {
                 (View::Me, Some(p)) => {
                     flushed.me += 1;
+                    // Held back, to go with the player's next ack (`commit.rs`) or at a later
+                    // flush: for a window after an update that went with an ack (at most one
+                    // message per window), for two while a submission of the session awaits
+                    // its answer (the ack is on its way; past that, it is late).
+                    let hold = if sub.outbox.awaits_ack() {
+                        2 * window
+                    } else if sub.sent_early {
+                        window
+                    } else {
+                        Duration::ZERO
+                    };
+                    if !plan.resync && sub.last_sent.is_some_and(|t| now.duration_since(t) < hold) {
+                        sub.force = true;
+                        held = true;
+                        continue;
+                    }
                     let since = sub.outbox.view_pending_since(board, key.1);
                     if !plan.resync && since.is_some_and(|t| now.duration_since(t) >= behind_after)
                     {
@@ -292,12 +311,14 @@ impl Inner {
             if plan.resync || (sub.last_hash != Some(msg.hash) && msg.seq > sub.last_seq) {
                 sub.last_seq = msg.seq;
                 sub.last_hash = Some(msg.hash);
+                sub.last_sent = Some(now);
+                sub.sent_early = false;
                 sub.outbox.offer_view(board, key.1, msg.text.clone());
                 crate::metrics::PUSHES.inc();
             }
         }
-        if flushed.deferred > 0 {
-            metrics::DEFERRED.inc_by(flushed.deferred);
+        metrics::DEFERRED.inc_by(flushed.deferred);
+        if flushed.deferred > 0 || held {
             dirty.any = true;
             wake.notify_one();
         }

@@ -59,15 +59,7 @@ impl Store {
             return tx.clone();
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run_batches(
-            self.conn.clone(),
-            self.clock.clone(),
-            board.clone(),
-            rx,
-            self.batchers.clone(),
-            self.batcher_idle,
-            self.replica_wait,
-        ));
+        tokio::spawn(run_batches(self.clone(), board.clone(), rx));
         map.insert(board.clone(), tx.clone());
         tx
     }
@@ -75,15 +67,15 @@ impl Store {
 
 /// Applies a board's queued submissions, as many as are waiting (up to [`MAX_BATCH`]) per
 /// script call, until every sender is gone.
-async fn run_batches(
-    mut conn: RedisConn,
-    clock: Clock,
-    board: Id,
-    mut rx: mpsc::UnboundedReceiver<Pending>,
-    batchers: Batchers,
-    idle: std::time::Duration,
-    replica_wait: Option<(u32, u64)>,
-) {
+async fn run_batches(store: Store, board: Id, mut rx: mpsc::UnboundedReceiver<Pending>) {
+    let Store {
+        mut conn,
+        clock,
+        batchers,
+        batcher_idle: idle,
+        replica_wait,
+        commits,
+    } = store;
     let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
     let mut retiring = false;
     loop {
@@ -118,9 +110,18 @@ async fn run_batches(
             }
         }
         match apply_batch(&mut conn, &clock, &board, &batch, replica_wait).await {
-            Ok(results) => {
+            Ok((results, event)) => {
+                // The views first, quietly: a session woken by its result finds its `me`
+                // update queued behind its ack, and writes both at once.
+                let wake = match (event, commits.get()) {
+                    (Some(event), Some(hook)) => hook(&board, &event),
+                    _ => None,
+                };
                 for ((_, tx), r) in batch.drain(..).zip(results) {
                     let _ = tx.send(r);
+                }
+                if let Some(wake) = wake {
+                    wake();
                 }
             }
             Err(e) => {
@@ -138,7 +139,7 @@ async fn apply_batch(
     board: &Id,
     batch: &[Pending],
     replica_wait: Option<(u32, u64)>,
-) -> AppResult<Vec<AppResult<Accepted>>> {
+) -> AppResult<(Vec<AppResult<Accepted>>, Option<Vec<u8>>)> {
     let config = keys::config(board);
     let mut inv = scripts::publishing(conn).submit.key(&config);
     inv.arg(clock.arg());
@@ -168,18 +169,23 @@ async fn apply_batch(
             ));
         }
     }
-    // The batch's season, then 7 fields per submission (lua/submit.lua).
-    let Value::Array(items) = reply else {
+    // The batch's season, 7 fields per submission, the change event (lua/submit.lua).
+    let Value::Array(mut items) = reply else {
         return Err(reply::bad("submit batch"));
     };
-    if items.len() != 1 + RESULT_FIELDS * batch.len() {
+    if items.len() != 2 + RESULT_FIELDS * batch.len() {
         return Err(reply::bad("submit batch length"));
     }
+    let event = match items.pop() {
+        Some(Value::BulkString(e)) if !e.is_empty() => Some(e),
+        _ => None,
+    };
     let season = reply::text(&items[0]).ok_or_else(|| reply::bad("season"))?;
-    Ok(items[1..]
+    let results = items[1..]
         .chunks_exact(RESULT_FIELDS)
         .map(|r| result(board, &season, r))
-        .collect())
+        .collect();
+    Ok((results, event))
 }
 
 /// Fields per submission in the submit script's reply.

@@ -30,7 +30,18 @@ pub struct Store {
     batcher_idle: std::time::Duration,
     /// `(replicas, timeout_ms)`: submissions are acknowledged once that many replicas have them.
     replica_wait: Option<(u32, u64)>,
+    /// Told of each batch's change event before its results are handed out (see [`OnCommit`]).
+    commits: Commits,
 }
+
+/// Told of every change event a submission batch of this instance published, with its board,
+/// *before* the batch's results are handed out; returns what to run once they were (the hub
+/// queues the submitters' `me` updates quietly, then wakes their sessions: each writes its ack
+/// and its update together). The same event still comes by pub/sub to every instance.
+pub type OnCommit = Box<dyn Fn(&Id, &[u8]) -> Option<Box<dyn FnOnce() + Send>> + Send + Sync>;
+
+/// Shared by every clone of a [`Store`]: set once, by the hub.
+type Commits = Arc<std::sync::OnceLock<OnCommit>>;
 
 /// One score submission, from any front door (WebSocket, HTTP admin, jobs).
 #[derive(Clone, Debug)]
@@ -140,7 +151,13 @@ impl Store {
             batchers: Arc::default(),
             batcher_idle: BATCHER_IDLE,
             replica_wait: None,
+            commits: Arc::default(),
         }
+    }
+
+    /// Sets where committed batches' events go (once; a second call is ignored).
+    pub fn on_commit(&self, hook: OnCommit) {
+        let _ = self.commits.set(hook);
     }
 
     /// How long a board's batcher waits for submissions before it stops (tests shorten it).

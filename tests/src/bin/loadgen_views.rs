@@ -222,26 +222,26 @@ async fn redis_stats(
     Ok((cpu, calls, usec))
 }
 
-/// `scorecast_me_standings_total` by source (derived, read), and
-/// `scorecast_views_deferred_total`, from `/metrics`.
-async fn hub_counters(port: u16) -> anyhow::Result<(u64, u64, u64)> {
+/// `scorecast_me_standings_total` by source (derived, read), `scorecast_views_deferred_total`
+/// and `scorecast_views_with_ack_total`, from `/metrics`.
+async fn hub_counters(port: u16) -> anyhow::Result<[u64; 4]> {
     let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
         .await?
         .text()
         .await?;
-    let get = |source: &str| {
-        let prefix = format!("scorecast_me_standings_total{{source=\"{source}\"}} ");
+    let get = |series: &str| {
+        let prefix = format!("{series} ");
         text.lines()
             .find_map(|l| l.strip_prefix(prefix.as_str()))
             .and_then(|v| v.trim().parse::<f64>().ok())
             .unwrap_or(0.0) as u64
     };
-    let deferred = text
-        .lines()
-        .find_map(|l| l.strip_prefix("scorecast_views_deferred_total "))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .unwrap_or(0.0) as u64;
-    Ok((get("derived"), get("read"), deferred))
+    Ok([
+        get("scorecast_me_standings_total{source=\"derived\"}"),
+        get("scorecast_me_standings_total{source=\"read\"}"),
+        get("scorecast_views_deferred_total"),
+        get("scorecast_views_with_ack_total"),
+    ])
 }
 
 /// What one run measured.
@@ -263,6 +263,8 @@ struct Run {
     read: u64,
     /// `me` updates the hub left for a later flush because their session was behind.
     deferred: u64,
+    /// `me` updates queued with their submitter's ack.
+    with_ack: u64,
     /// Submission batches (the board's `seq` went up once per batch: every submission adds).
     batches: u64,
 }
@@ -372,7 +374,7 @@ async fn run(
     let cpu0 = cpu_seconds(pid)?;
     let own0 = cpu_seconds(std::process::id())?;
     let (rcpu0, calls0, usec0) = redis_stats(conn).await?;
-    let (der0, read0, def0) = hub_counters(port).await?;
+    let [der0, read0, def0, ack0] = hub_counters(port).await?;
     let probes: Probes = Arc::default();
     let stop = Arc::new(tokio::sync::Notify::new());
     let start = Instant::now();
@@ -399,7 +401,7 @@ async fn run(
     let cpu1 = cpu_seconds(pid)?;
     let own1 = cpu_seconds(std::process::id())?;
     let (rcpu1, calls1, usec1) = redis_stats(conn).await?;
-    let (der1, read1, def1) = hub_counters(port).await?;
+    let [der1, read1, def1, ack1] = hub_counters(port).await?;
     let seq1: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
     tokio::time::sleep(SETTLE).await;
     stop.notify_waiters();
@@ -426,6 +428,7 @@ async fn run(
         derived: der1 - der0,
         read: read1 - read0,
         deferred: def1 - def0,
+        with_ack: ack1 - ack0,
         batches: seq1.unwrap_or(0) - seq0.unwrap_or(0),
     })
 }
@@ -538,7 +541,7 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         // the submission batches are view reads (top reads, and `me` bulk reads if any).
         let reads = r.evalsha_calls.saturating_sub(r.batches);
         println!(
-            "{}: Redis script time {:.0} µs/s over {} EVALSHA calls; {} submission batches, {} view-read calls ({:.1}/s); `me` standings read {}, derived {}; `me` updates deferred (session behind) {}",
+            "{}: Redis script time {:.0} µs/s over {} EVALSHA calls; {} submission batches, {} view-read calls ({:.1}/s); `me` standings read {}, derived {}; `me` updates deferred (session behind) {}, sent with the submitter's ack {}",
             r.name,
             r.evalsha_usec as f64 / r.seconds,
             r.evalsha_calls,
@@ -548,6 +551,7 @@ async fn bench(a: Args) -> anyhow::Result<()> {
             r.read,
             r.derived,
             r.deferred,
+            r.with_ack,
         );
     }
     println!(

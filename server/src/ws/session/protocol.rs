@@ -218,8 +218,10 @@ impl Session {
             skip_limit: false,
         };
         let state = self.state.clone();
+        let submitting = self.member.outbox().submitting();
         Some(Box::pin(async move {
             let result = state.submit_via(&sub, Transport::Ws).await;
+            drop(submitting);
             Finished::Reply(match result {
                 Ok(a) => ServerMsg::Ack {
                     id: sub.id.into_string(),
