@@ -5,7 +5,8 @@
 -- KEYS[1]  lb:{<board>}:config   (every other key is built from the same `lb:{<board>}:` prefix,
 --                                 so they share one hash slot on a cluster)
 -- ARGV[1]  now_ms override ('' = Redis TIME; the injected test clock otherwise)
--- then 6 per submission:
+-- ARGV[2]  '1' to return the change event ('' = not: nobody here needs it)
+-- then 6 per submission, from ARGV[3]:
 --   player, submission id, points (integer), op override ('' = the board's op; admin only),
 --   display name ('' = none), '1' to skip the board's submit_limit
 --
@@ -38,8 +39,8 @@
 --   accepted: 1 (or 2 = duplicate), season ('' = the batch's), points, rank, previous_rank
 --             (-1 = none), seq, reached_ms (-1 = none)
 --   refused:  error code, message, retry_after_ms, limit, reset_ms, 0, 0
--- then the change event as published ('' = none): the submitting instance applies it to its
--- views at once, so a submitter's `me` push can leave with its ack (server/src/hub/commit.rs).
+-- then the change event as published if ARGV[2] asks for it ('' = none, or not asked): the
+-- submitting instance sends its submitters' `me` updates with their acks (server/src/hub/commit.rs).
 -- (server/src/store/batch.rs reads it.)
 --
 
@@ -60,7 +61,7 @@ local n_args = #ARGV
 local out = {''} -- the reply (see above)
 
 if not cfg then
-  for _ = 2, n_args, 6 do
+  for _ = 3, n_args, 6 do
     local at = #out
     out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5], out[at + 6], out[at + 7] =
       'unknown_board', 'no board ' .. board, 0, 0, 0, 0, 0
@@ -109,12 +110,12 @@ end
 local changes, nc = {}, 0 -- the change event's entries (JSON objects), in the order applied
 local audit = {}          -- the audit entry's lines: 'player id points op score rank', in batch order
 -- Both filled in batch order first, so every later store lands in a table's array part.
-for k = 2, 1 + (n_args - 1) / 6 * 7 do out[k] = false end
-for k = 1, (n_args - 1) / 6 do audit[k] = false end
+for k = 2, 1 + (n_args - 2) / 6 * 7 do out[k] = false end
+for k = 1, (n_args - 2) / 6 do audit[k] = false end
 
 -- The result of the submission at ARGV[i], at its place in the reply.
 local function put(i, a, b, c, d, e, f, g)
-  local at = 1 + (i - 2) / 6 * 7
+  local at = 1 + (i - 3) / 6 * 7
   out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5], out[at + 6], out[at + 7] =
     a, b, c, d, e, f, g
 end
@@ -257,7 +258,7 @@ local function submit_player(player, subs)
             ',"previous_rank":' .. (prev_rank < 0 and 'null' or istr(prev_rank)) ..
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
-        audit[(i + 4) / 6] = player .. ' ' .. sub_id .. ' ' .. points_s .. ' ' .. op .. ' ' .. new_s .. ' ' .. rank_s
+        audit[(i + 3) / 6] = player .. ' ' .. sub_id .. ' ' .. points_s .. ' ' .. op .. ' ' .. new_s .. ' ' .. rank_s
 
         -- 5. The dedup record (written with the player's others below; a retry later in this
         -- batch finds it in `recs`).
@@ -296,7 +297,7 @@ end
 -- Each player's submissions together, players in the order they first come in the batch (a
 -- valid order: submissions of different players in one batch are concurrent).
 local players, by_player = {}, {}
-for i = 2, n_args, 6 do
+for i = 3, n_args, 6 do
   local p = ARGV[i]
   local subs = by_player[p]
   if not subs then subs = {}; by_player[p] = subs; players[#players + 1] = p end
@@ -306,7 +307,7 @@ for _, p in ipairs(players) do submit_player(p, by_player[p]) end
 
 -- One audit entry, one seq bump and one event for the whole batch.
 local lines, nl = {}, 0
-for k = 1, (n_args - 1) / 6 do
+for k = 1, (n_args - 2) / 6 do
   if audit[k] then nl = nl + 1; lines[nl] = audit[k] end
 end
 if nl > 0 then
@@ -318,5 +319,5 @@ if nc > 0 then
   local _
   _, event = publish_change(prefix, board, season, ',"changes":[' .. table.concat(changes, ',', 1, nc) .. ']')
 end
-out[#out + 1] = event
+out[#out + 1] = ARGV[2] == '1' and event or ''
 return out

@@ -357,7 +357,8 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
     let mut redis = app.redis_conn().await;
     let script = &scorecast_server::scripts::PLAIN.submit;
     let mut inv = script.key("lb:{mix}:config");
-    inv.arg("");
+    // The test clock (none), and the event asked for.
+    inv.arg("").arg("1");
     // (player, id, points): alice a1, bob b1, alice a1 again, alice a2, bob b2 refused, carol c1.
     let batch = [
         ("alice", "a1", 10),
@@ -415,6 +416,20 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
         changes,
         [("alice", 10), ("alice", 15), ("bob", 20), ("carol", 7)]
     );
+    // Not asked for, no event comes back (it is still published).
+    let mut inv = script.key("lb:{mix}:config");
+    inv.arg("")
+        .arg("")
+        .arg("dave")
+        .arg("d1")
+        .arg(3)
+        .arg("")
+        .arg("")
+        .arg("");
+    let reply: Vec<redis::Value> = inv.invoke_async(&mut redis).await.expect("submit.lua");
+    assert_eq!(reply.len(), 2 + 7, "{reply:?}");
+    assert_eq!(reply[1], redis::Value::Int(1), "{reply:?}");
+    assert_eq!(reply[8], redis::Value::BulkString(Vec::new()), "{reply:?}");
     for (player, score) in [("alice", 15), ("bob", 20), ("carol", 7)] {
         let r = app.get(&format!("/v1/boards/mix/players/{player}")).await;
         assert_eq!(r.body["score"], score, "{player}: {:?}", r.body);

@@ -1,7 +1,6 @@
 //! One watched board: its subscriptions, what changed since the last flush, and what the hub
 //! remembers between flushes (the highest `seq` seen, each player's last standing, the season).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -40,9 +39,6 @@ pub(super) struct Board {
     /// Whether the board ranks ordinally (`None` until the worker read the config): only then
     /// are standings derived from events.
     pub ordinal: Option<bool>,
-    /// The seqs of this instance's own events applied at commit (`commit.rs`), ascending, until
-    /// their pub/sub copies arrive (and are skipped).
-    pub early: VecDeque<u64>,
 }
 
 pub(super) struct Sub {
@@ -120,21 +116,7 @@ impl Board {
             pending: Vec::new(),
             pending_seqs: Vec::new(),
             ordinal: None,
-            early: VecDeque::new(),
         }
-    }
-
-    /// Whether the event of `seq` was applied at commit already (its pub/sub copy is skipped).
-    /// Seqs below it were applied at commit but their copies were lost: forgotten too.
-    pub fn take_early(&mut self, seq: u64) -> bool {
-        while self.early.front().is_some_and(|&s| s < seq) {
-            self.early.pop_front();
-        }
-        let early = self.early.front() == Some(&seq);
-        if early {
-            self.early.pop_front();
-        }
-        early
     }
 
     /// Every view is to be recomputed at the next flush (and the worker woken for it).
@@ -158,8 +140,6 @@ impl Board {
     pub fn mark_resync(&mut self) {
         crate::metrics::RESYNCS.inc();
         self.forget_standings();
-        // Ordering restarts: a seq applied at commit may come again, as another event.
-        self.early.clear();
         self.last_event_seq = 0;
         self.high_seq = 0;
         self.dirty.resync = true;

@@ -1,108 +1,107 @@
-//! A batch this instance committed: its change event is applied to the board's views at once,
-//! not when its pub/sub copy arrives, and the `me` updates of its submitters are queued before
-//! the batch's acks are handed out. Each session then writes its ack and its new rank together:
+//! A batch this instance committed: the `me` updates of its submitters are queued before the
+//! batch's acks are handed out, so that each session writes its ack and its new rank together —
 //! one write and one wake-up of the client instead of two. At 1 000 players watching `me`, the
 //! submitters' own updates were about half of every message the server sent.
 //!
-//! Only where that is exact and allowed; everywhere else the board's next flush does it:
-//! - the board ranks ordinally, its season is known and nothing asks for a full recompute or a
-//!   resync (the conditions under which a flush derives standings, `plan.rs`);
-//! - the event directly follows the last one the hub applied (then it is applied here, and its
-//!   pub/sub copy skipped when it comes: `Board::take_early`), or its pub/sub copy came first
-//!   and was applied already; otherwise an earlier event is still on its way by pub/sub, and
-//!   this one follows it the usual way;
-//! - the view's last update was offered at least one window (`coalesce_ms`) ago, and its session
+//! The update is worked out from the batch's event alone ([`movers_after`]): a mover's last move
+//! gives its score and rank, and the later moves of the event shift that rank. That is exact on
+//! an ordinal board, so it is done only there, and only where it is allowed:
+//! - the view's last update was offered at least one window (`coalesce_ms`) ago and its session
 //!   has written it: still at most one message per view per window, and a session that is
-//!   behind is left to the flush (`worker.rs`).
+//!   behind is left to the flush (`worker.rs`);
+//! - the update is newer than the view's last message (`seq`), and nothing waits for a full
+//!   recompute or a resync.
 //!
-//! What else the event changed (other players' `me`, `top`, `around`) stays dirty for the
-//! board's next flush.
+//! The hub's lock is taken twice per batch, for a few map lookups per submitter (the event is
+//! parsed outside it).
+//!
+//! Everything else stays as it was: the event still reaches the hub by pub/sub and marks the
+//! board dirty, and the next flush derives every standing (finding this one already sent, by its
+//! hash). Its `previous_rank` is the rank before the batch, as in the ack.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::Id;
 
+use super::derive::{movers_after, MeState, Move};
 use super::events::Event;
 use super::outbox::Outbox;
-use super::render::{render_me, Built};
+use super::render::render_me;
 use super::{Inner, State};
 use crate::metrics;
-
-/// Events applied at commit whose pub/sub copies have not come yet, at most (past this, pub/sub
-/// is not delivering: the events go the usual way).
-const MAX_EARLY: usize = 1024;
+use crate::store::OnCommit;
 
 /// What to run once a batch's results were handed out: wake the sessions whose `me` update was
 /// queued.
 pub type Wake = Box<dyn FnOnce() + Send>;
 
+/// The store's commit hook (set by `Hub::start`; weak: the store lives in the hub).
+pub(super) struct Commits(pub Weak<Inner>);
+
+impl OnCommit for Commits {
+    /// A board watched here, with `me` views, that ranks ordinally.
+    fn wants(&self, board: &Id) -> bool {
+        self.0.upgrade().is_some_and(|inner| {
+            inner
+                .lock()
+                .boards
+                .get(board)
+                .is_some_and(|b| b.ordinal == Some(true) && !b.me.is_empty())
+        })
+    }
+
+    fn committed(&self, board: &Id, event: &[u8]) -> Option<Wake> {
+        self.0.upgrade()?.committed(board, event)
+    }
+}
+
 impl Inner {
-    /// A submission batch of this instance committed and published `event` on `board` (the
-    /// store's commit hook, set by `Hub::start`): applies it, and queues its submitters' `me`
-    /// updates without waking their sessions yet. Returns the wake-up to run after the batch's
-    /// results were handed out.
-    pub(super) fn committed(&self, board: &Id, event: &[u8]) -> Option<Wake> {
-        let inner = self;
-        // A board nobody watches here, or one whose standings are not derived: nothing to parse.
-        if inner
-            .lock()
-            .boards
-            .get(board)
-            .is_none_or(|b| b.ordinal != Some(true))
-        {
+    /// A submission batch of this instance committed and published `event` on `board`: queues
+    /// its submitters' `me` updates without waking their sessions yet. Returns the wake-up to
+    /// run after the batch's results were handed out.
+    fn committed(&self, board: &Id, event: &[u8]) -> Option<Wake> {
+        let ev: Event = serde_json::from_slice(event).ok()?;
+        if ev.rollover {
             return None;
         }
-        let ev: Event = serde_json::from_slice(event).ok()?;
-        let window = Duration::from_millis(inner.ws.coalesce_ms);
+        let moves: Vec<Move> = ev
+            .changes
+            .iter()
+            .filter_map(|c| {
+                Some(Move {
+                    player: Id::parse(c.player.as_deref()?).ok()?,
+                    score: c.score,
+                    rank: c.rank,
+                    previous_rank: c.previous_rank,
+                    name: None,
+                })
+            })
+            .collect();
+        let moved = movers_after(&moves);
+        let window = Duration::from_millis(self.ws.coalesce_ms);
         let mut woken: Vec<Arc<Outbox>> = Vec::new();
-        let mut st = inner.lock();
+        let mut st = self.lock();
         let State {
             boards, players, ..
         } = &mut *st;
         let b = boards.get_mut(board)?;
-        let derivable = b.ordinal == Some(true)
-            && !b.dirty.full
-            && !b.dirty.resync
-            && !ev.rollover
-            && b.season.as_deref() == Some(ev.season.as_str());
-        if !derivable {
+        if b.ordinal != Some(true) || b.dirty.full || b.dirty.resync {
             return None;
         }
-        if ev.seq > b.last_event_seq {
-            if b.last_event_seq == 0 || ev.seq != b.last_event_seq + 1 || b.early.len() >= MAX_EARLY
-            {
-                // An earlier event is still on its way by pub/sub: this one follows it there.
-                return None;
-            }
-            b.note_event(board, &ev);
-            b.early.push_back(ev.seq);
-        }
-        // (Otherwise its pub/sub copy came first, and was applied as usual.)
-        let d = b.me.derive(&b.pending, &b.pending_seqs);
-        if d.inconsistent {
-            tracing::warn!(%board, "a derived rank disagreed with its event; reading the standings");
-        }
-        metrics::ME_STANDINGS
-            .with_label_values(&["derived"])
-            .inc_by(d.derived);
         let now = Instant::now();
-        for c in &ev.changes {
-            let Some(p) = c.player.as_deref().and_then(|p| Id::parse(p).ok()) else {
+        for m in &moved {
+            let Some(sessions) = players.get(m.player) else {
                 continue;
             };
-            let Some(sessions) = players.get(&p) else {
-                continue;
+            let standing = MeState {
+                score: m.score,
+                rank: m.rank,
+                previous_rank: m.previous_rank,
+                at: Some(ev.seq),
             };
-            let Some((player, standing)) = b.me.get_key_value(&p) else {
-                continue;
-            };
-            // Derived up to this event at least (unknown ones are read by the flush).
-            let Some(at) = standing.at.filter(|&at| at >= ev.seq) else {
-                continue;
-            };
-            let mut built: Option<Built> = None;
+            let mut built = None;
             for sid in sessions {
                 let Some(sub) = b.subs.get_mut(&(*sid, ViewKind::Me)) else {
                     continue;
@@ -112,14 +111,15 @@ impl Inner {
                     .is_some_and(|t| now.duration_since(t) < window);
                 if !sub.ready
                     || recent
+                    || ev.seq <= sub.last_seq
                     || sub.outbox.view_pending_since(board, ViewKind::Me).is_some()
                 {
                     continue;
                 }
                 let msg = built.get_or_insert_with(|| {
-                    render_me(board, player, &standing, &ev.season, at, false)
+                    render_me(board, m.player, &standing, &ev.season, ev.seq, false)
                 });
-                if sub.last_hash == Some(msg.hash) || msg.seq <= sub.last_seq {
+                if sub.last_hash == Some(msg.hash) {
                     continue;
                 }
                 sub.last_seq = msg.seq;

@@ -52,8 +52,6 @@ impl Inner {
             return;
         };
         match ev {
-            // This instance's own batch, applied when it committed (`commit.rs`).
-            Ok(ev) if b.take_early(ev.seq) => {}
             Ok(ev) => b.note_event(&board, &ev),
             Err(_) => {
                 tracing::warn!(%board, "unreadable change event; recomputing the board's views");
@@ -166,23 +164,6 @@ mod tests {
         assert_eq!(b.dirty.ranges[1], (5, u64::MAX));
         assert!(b.dirty.total_changed);
         assert_eq!((b.high_seq, b.last_event_seq), (4, 4));
-    }
-
-    #[test]
-    fn an_event_applied_at_commit_is_skipped_when_its_copy_comes() {
-        let mut b = Board::new(1, Arc::new(Notify::new()));
-        b.early.extend([4, 6]);
-        assert!(!b.take_early(3), "from another instance");
-        assert!(b.take_early(4));
-        assert!(!b.take_early(5), "not applied at commit");
-        assert!(b.take_early(6));
-        b.early.extend([8, 9]);
-        assert!(b.take_early(9), "8's copy was lost on the way");
-        assert!(b.early.is_empty());
-        // A resync forgets them: after it, a seq may name another event.
-        b.early.push_back(10);
-        b.mark_resync();
-        assert!(!b.take_early(10));
     }
 
     #[test]

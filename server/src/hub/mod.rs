@@ -137,10 +137,9 @@ impl Hub {
             }),
         };
         // A weak handle: the store lives in the hub (a strong one would make a cycle).
-        let weak = Arc::downgrade(&hub.inner);
-        hub.inner.store.on_commit(Box::new(move |board, event| {
-            weak.upgrade()?.committed(board, event)
-        }));
+        hub.inner
+            .store
+            .on_commit(Box::new(commit::Commits(Arc::downgrade(&hub.inner))));
         tokio::spawn(pubsub::run(hub.inner.clone()));
         if let crate::conn::Target::Cluster(seeds) = &target {
             // A node's URL: the seeds' scheme and credentials with that node's address.

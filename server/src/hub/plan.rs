@@ -243,7 +243,6 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
         reads.insert(want);
         plan.targets.push((*key, sub.gen));
     }
-    b.me.settle();
     if plan.targets.is_empty() {
         return Planned::Nothing;
     }

@@ -90,7 +90,10 @@ fn hash_entries(entries: &[Entry]) -> u64 {
 
 /// The `rank` message of `player`'s standing `st` at `seq`: one per player and flush, so it is
 /// written by hand into one buffer (the same bytes `ServerMsg::Rank`'s serialisation gives, which
-/// a test checks), and its change hash is taken over the fields with a fast fixed hasher.
+/// a test checks), and its change hash is taken over season, score and rank with a fast fixed
+/// hasher. Not over `previous_rank`: it changes only with them, except that an update sent with
+/// an ack carries the rank before the batch where the next flush would say the rank before that
+/// flush (`commit.rs`) — the same standing, not to be sent twice.
 pub(super) fn render_me(
     board: &Id,
     player: &Id,
@@ -99,12 +102,7 @@ pub(super) fn render_me(
     seq: u64,
     resync: bool,
 ) -> Built {
-    let hash = foldhash::fast::FixedState::with_seed(0).hash_one((
-        season,
-        st.score,
-        st.rank,
-        st.previous_rank,
-    ));
+    let hash = foldhash::fast::FixedState::with_seed(0).hash_one((season, st.score, st.rank));
     let mut out =
         String::with_capacity(96 + board.as_str().len() + season.len() + player.as_str().len());
     out.push_str(r#"{"type":"rank","board":"#);

@@ -109,12 +109,22 @@ async fn run_batches(store: Store, board: Id, mut rx: mpsc::UnboundedReceiver<Pe
                 Err(_) => break,
             }
         }
-        match apply_batch(&mut conn, &clock, &board, &batch, replica_wait).await {
+        let hook = commits.get().filter(|h| h.wants(&board));
+        match apply_batch(
+            &mut conn,
+            &clock,
+            &board,
+            &batch,
+            replica_wait,
+            hook.is_some(),
+        )
+        .await
+        {
             Ok((results, event)) => {
                 // The views first, quietly: a session woken by its result finds its `me`
                 // update queued behind its ack, and writes both at once.
-                let wake = match (event, commits.get()) {
-                    (Some(event), Some(hook)) => hook(&board, &event),
+                let wake = match (event, hook) {
+                    (Some(event), Some(hook)) => hook.committed(&board, &event),
                     _ => None,
                 };
                 for ((_, tx), r) in batch.drain(..).zip(results) {
@@ -139,10 +149,11 @@ async fn apply_batch(
     board: &Id,
     batch: &[Pending],
     replica_wait: Option<(u32, u64)>,
+    want_event: bool,
 ) -> AppResult<(Vec<AppResult<Accepted>>, Option<Vec<u8>>)> {
     let config = keys::config(board);
     let mut inv = scripts::publishing(conn).submit.key(&config);
-    inv.arg(clock.arg());
+    inv.arg(clock.arg()).arg(if want_event { "1" } else { "" });
     for (s, _) in batch {
         let op = s.op.map(|op| match op {
             Op::Incr => "incr",
@@ -169,7 +180,8 @@ async fn apply_batch(
             ));
         }
     }
-    // The batch's season, 7 fields per submission, the change event (lua/submit.lua).
+    // The batch's season, 7 fields per submission, the change event if asked for
+    // (lua/submit.lua).
     let Value::Array(mut items) = reply else {
         return Err(reply::bad("submit batch"));
     };

@@ -34,14 +34,22 @@ pub struct Store {
     commits: Commits,
 }
 
-/// Told of every change event a submission batch of this instance published, with its board,
-/// *before* the batch's results are handed out; returns what to run once they were (the hub
-/// queues the submitters' `me` updates quietly, then wakes their sessions: each writes its ack
-/// and its update together). The same event still comes by pub/sub to every instance.
-pub type OnCommit = Box<dyn Fn(&Id, &[u8]) -> Option<Box<dyn FnOnce() + Send>> + Send + Sync>;
+/// Told of the change event of every submission batch of this instance, *before* the batch's
+/// results are handed out (the hub: it queues the submitters' `me` updates quietly, and wakes
+/// their sessions once the results are out, so that each writes its ack and its update
+/// together). The same event still reaches every instance by pub/sub.
+pub trait OnCommit: Send + Sync {
+    /// Whether [`OnCommit::committed`] has a use for the next batch's event on `board` (if not,
+    /// Redis does not send it back).
+    fn wants(&self, board: &Id) -> bool;
+
+    /// A batch on `board` committed and published `event`; returns what to run once its results
+    /// were handed out.
+    fn committed(&self, board: &Id, event: &[u8]) -> Option<Box<dyn FnOnce() + Send>>;
+}
 
 /// Shared by every clone of a [`Store`]: set once, by the hub.
-type Commits = Arc<std::sync::OnceLock<OnCommit>>;
+type Commits = Arc<std::sync::OnceLock<Box<dyn OnCommit>>>;
 
 /// One score submission, from any front door (WebSocket, HTTP admin, jobs).
 #[derive(Clone, Debug)]
@@ -156,7 +164,7 @@ impl Store {
     }
 
     /// Sets where committed batches' events go (once; a second call is ignored).
-    pub fn on_commit(&self, hook: OnCommit) {
+    pub fn on_commit(&self, hook: Box<dyn OnCommit>) {
         let _ = self.commits.set(hook);
     }
 

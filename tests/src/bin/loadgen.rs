@@ -780,9 +780,10 @@ async fn redis_benchmark(a: &Args) -> anyhow::Result<()> {
         clients: a.bench_clients,
         pipeline: a.bench_pipeline,
     };
-    // now, then one submission: player, submission id, points, op, name, skip limit.
+    // now, no event back, then one submission: player, submission id, points, op, name, skip
+    // limit.
     let mut call = vec!["EVALSHA", sha.as_str(), "1", config_key.as_str()];
-    call.extend_from_slice(&["", "rb-__rand_int__", "__rand_int__", "1", "", "", ""]);
+    call.extend_from_slice(&["", "", "rb-__rand_int__", "__rand_int__", "1", "", "", ""]);
     let rb_rps = rb.run(a.bench_requests, &call)?;
     // A refused script call would make redis-benchmark fast and meaningless: check it counted.
     let total: u64 = redis::cmd("ZCARD")
