@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use redis::AsyncCommands;
 use scorecast_tests::scorecast_server::clock::Clock;
-use scorecast_tests::scorecast_server::hub::derive::{Move, Standings};
+use scorecast_tests::scorecast_server::hub::derive::{movers_after, Move, Standings};
 use scorecast_tests::scorecast_server::metrics::{
     AROUND_WINDOWS, DEFERRED, ME_STANDINGS, WITH_ACK,
 };
@@ -91,6 +91,9 @@ async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Res
         let seq: Option<u64> = redis.get(format!("lb:{{{board}}}:seq")).await.unwrap();
         let seq = seq.unwrap_or(0);
         let (mut moves, mut seqs) = (Vec::new(), Vec::new());
+        // Where the last event's movers stand, from that event alone (`hub/commit.rs` sends it
+        // with the acks): Redis is at that event's seq now.
+        let mut last_event = 0;
         while seen_seq < seq {
             let msg = tokio::time::timeout(Duration::from_secs(10), events.next())
                 .await
@@ -102,6 +105,7 @@ async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Res
                 return Err(format!("event seq {s} after {seen_seq}"));
             }
             seen_seq = s;
+            last_event = moves.len();
             seqs.push((s, moves.len()));
             moves.extend(ev["changes"].as_array().unwrap().iter().map(|c| Move {
                 player: Id::parse(c["player"].as_str().unwrap()).unwrap(),
@@ -115,6 +119,18 @@ async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Res
             return Err(format!("a mover disagreed with its event up to seq {seq}"));
         }
         let key = format!("lb:{{{board}}}:s:all");
+        for m in movers_after(&moves[last_event..]) {
+            let rank: Option<u64> = redis.zrevrank(&key, m.player.as_str()).await.unwrap();
+            let score: Option<f64> = redis.zscore(&key, m.player.as_str()).await.unwrap();
+            let stored = (score.map(|s| s as i64), rank.map(|r| r + 1));
+            if (m.score, m.rank) != stored {
+                return Err(format!(
+                    "{} after the event of seq {seq} alone: {:?}, Redis {stored:?}",
+                    m.player,
+                    (m.score, m.rank)
+                ));
+            }
+        }
         for p in &ids {
             let rank: Option<u64> = redis.zrevrank(&key, p.as_str()).await.unwrap();
             let score: Option<f64> = redis.zscore(&key, p.as_str()).await.unwrap();
@@ -131,7 +147,7 @@ async fn derive_case(app: &TestApp, board: &str, batches: Vec<Vec<Step>>) -> Res
 }
 
 /// Random submissions and removals on a real Redis: every derived rank equals `ZREVRANK` at
-/// that seq.
+/// that seq, and so does each mover's standing worked out from its last event alone.
 #[test]
 fn derived_ranks_equal_redis_at_every_seq() {
     let rt = tokio::runtime::Builder::new_multi_thread()

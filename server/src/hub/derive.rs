@@ -777,17 +777,21 @@ mod tests {
         }
     }
 
-    /// Each mover's standing at the end of an event, from the event alone, equals the model's;
-    /// its previous rank is the one before the event.
-    #[test]
-    fn movers_after_an_event_match_the_model() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: u64| {
+    /// A small deterministic generator (xorshift): `next(n)` is in `0..n`.
+    fn numbers(mut x: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x % n
-        };
+        }
+    }
+
+    /// Each mover's standing at the end of an event, from the event alone, equals the model's;
+    /// its previous rank is the one before its first move in the event.
+    #[test]
+    fn movers_after_an_event_match_the_model() {
+        let mut next = numbers(0x2545_f491_4f6c_dd1d);
         let players: Vec<String> = (0..12).map(|i| format!("p{i}")).collect();
         let mut m = Model::default();
         for _ in 0..300 {
@@ -820,14 +824,8 @@ mod tests {
 
     #[test]
     fn random_flushes_match_the_model() {
-        // A small deterministic generator: the e2e property test does the same against Redis.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        // The e2e property test does the same against Redis.
+        let mut next = numbers(0x9e37_79b9_7f4a_7c15);
         let players: Vec<String> = (0..40).map(|i| format!("p{i}")).collect();
         let mut m = Model::default();
         let mut st = Standings::default();
