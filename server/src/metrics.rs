@@ -286,6 +286,7 @@ pub fn render() -> String {
     LazyLock::force(&PUSHES);
     LazyLock::force(&COALESCED);
     LazyLock::force(&DEFERRED);
+    LazyLock::force(&WITH_ACK);
     for code in ["1000", "1001", "1002", "1008", "1009"] {
         WS_CLOSES.with_label_values(&[code]);
     }
