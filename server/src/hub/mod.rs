@@ -13,7 +13,7 @@
 //! | `pubsub.rs`    | the dedicated pub/sub connection and which channels it carries           |
 //! | `sharded.rs`   | on a cluster: board events on sharded channels, one connection per master |
 //! | `events.rs`    | what a board's change event makes dirty                                  |
-//! | `commit.rs`    | this instance's own batches: applied at once, submitters' `me` with acks |
+//! | `commit.rs`    | this instance's own batches: each submitter's `me` update with its ack   |
 //! | `board.rs`     | one watched board's subscriptions and dirty state                        |
 //! | `derive.rs`    | `me` ranks derived from the change events, where exact (pure)            |
 //! | `plan.rs`      | which views a flush recomputes and which reads serve them (pure)         |

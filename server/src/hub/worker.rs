@@ -229,7 +229,7 @@ impl Inner {
         let window = Duration::from_millis(self.ws.coalesce_ms);
         let behind_after = 2 * window;
         let now = std::time::Instant::now();
-        // `me` views held back because their last update went with an ack (`commit.rs`).
+        // `me` views held back for an ack (`commit.rs`): the worker flushes again.
         let mut held = false;
         for (key, gen) in plan.targets {
             let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
