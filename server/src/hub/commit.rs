@@ -17,7 +17,8 @@
 //!
 //! Everything else stays as it was: the event still reaches the hub by pub/sub and marks the
 //! board dirty, and the next flush derives every standing (finding this one already sent, by its
-//! hash). Its `previous_rank` is the rank before the batch, as in the ack.
+//! hash). Its `previous_rank` is the rank just before the player's (first) submission in the
+//! batch, as in the ack.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};

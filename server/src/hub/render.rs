@@ -92,8 +92,8 @@ fn hash_entries(entries: &[Entry]) -> u64 {
 /// written by hand into one buffer (the same bytes `ServerMsg::Rank`'s serialisation gives, which
 /// a test checks), and its change hash is taken over season, score and rank with a fast fixed
 /// hasher. Not over `previous_rank`: it changes only with them, except that an update sent with
-/// an ack carries the rank before the batch where the next flush would say the rank before that
-/// flush (`commit.rs`) — the same standing, not to be sent twice.
+/// an ack carries the rank before the submission where the next flush would say the rank before
+/// the previous flush (`commit.rs`): the same standing, not to be sent twice.
 pub(super) fn render_me(
     board: &Id,
     player: &Id,
