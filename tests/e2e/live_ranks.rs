@@ -239,19 +239,10 @@ async fn last_push_equals_stored(ranking: &str) {
             .get(&format!("/v1/boards/{board}/players/{player}"))
             .await;
         assert_eq!(stored.status, 200, "{:?}", stored.body);
-        let want = (stored.body["score"].clone(), stored.body["rank"].clone());
         // The views converge: wait for the push that shows the stored standing (it may be
         // the one already seen).
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while (last["score"].clone(), last["rank"].clone()) != want {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match ws.next_within(left).await {
-                Some(Incoming::Json(v)) if v["type"] == "rank" => last = v,
-                Some(Incoming::Json(_)) => {}
-                _ => break,
-            }
-        }
-        if (last["score"].clone(), last["rank"].clone()) != want {
+        last = last_rank_until(&mut ws, last, &stored.body, Duration::from_secs(10)).await;
+        if !shows(&last, &stored.body) {
             differ.push(format!(
                 "{player}: last push {last}, stored {}",
                 stored.body
@@ -348,19 +339,37 @@ async fn a_lagging_me_view_catches_up_with_the_stored_standing() {
         .get(&format!("/v1/boards/{board}/players/watcher"))
         .await;
     assert_eq!(stored.status, 200, "{:?}", stored.body);
-    let want = (stored.body["score"].clone(), stored.body["rank"].clone());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let mut last = Value::Null;
-    while (last["score"].clone(), last["rank"].clone()) != want {
+    let last = last_rank_until(&mut ws, Value::Null, &stored.body, Duration::from_secs(20)).await;
+    assert!(
+        shows(&last, &stored.body),
+        "no `rank` push with the stored standing {} (last {last})",
+        stored.body
+    );
+}
+
+/// Whether a `rank` push shows the standing `stored` (`GET /v1/boards/{b}/players/{p}`).
+fn shows(push: &Value, stored: &Value) -> bool {
+    (&push["score"], &push["rank"]) == (&stored["score"], &stored["rank"])
+}
+
+/// Reads `rank` pushes (other messages skipped) until one shows `stored` or `within` has passed
+/// or the socket closed; returns the last one seen (`last` if none came).
+async fn last_rank_until(
+    ws: &mut WsClient,
+    mut last: Value,
+    stored: &Value,
+    within: Duration,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + within;
+    while !shows(&last, stored) {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match ws.next_within(left).await {
             Some(Incoming::Json(v)) if v["type"] == "rank" => last = v,
             Some(Incoming::Json(_)) => {}
-            other => {
-                panic!("no `rank` push with the stored standing {want:?} (last {last}): {other:?}")
-            }
+            _ => break,
         }
     }
+    last
 }
 
 /// A submitter's own `me` update is queued before its ack is handed out (`hub/commit.rs`), so

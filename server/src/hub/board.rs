@@ -2,7 +2,7 @@
 //! remembers between flushes (the highest `seq` seen, each player's last standing, the season).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
@@ -58,9 +58,8 @@ pub(super) struct Sub {
     /// `around` on an ordinal board: the rows it shows, kept up to date from the change events
     /// (`around.rs`); `None` = read at the next change that reaches it.
     pub kept: Option<Kept>,
-    /// When the last update was offered, and whether it went with a submitter's ack (then the
-    /// board's flushes hold the view's next update until a window has passed: at most one
-    /// message per view per window).
+    /// When the last update was offered, and whether it went with the submitter's ack
+    /// (`commit.rs`; see [`Sub::held_for_ack`]).
     pub last_sent: Option<Instant>,
     pub sent_early: bool,
 }
@@ -82,6 +81,39 @@ impl Sub {
             last_sent: None,
             sent_early: false,
         }
+    }
+
+    /// Whether an update with content `hash` at `seq` tells this subscription something new.
+    pub fn is_news(&self, hash: u64, seq: u64) -> bool {
+        self.last_hash != Some(hash) && seq > self.last_seq
+    }
+
+    /// Records an update offered at `now` (`with_ack`: queued with the submitter's ack).
+    pub fn sent(&mut self, hash: u64, seq: u64, now: Instant, with_ack: bool) {
+        self.last_seq = seq;
+        self.last_hash = Some(hash);
+        self.last_sent = Some(now);
+        self.sent_early = with_ack;
+    }
+
+    /// Whether the last update was offered less than `span` before `now`.
+    pub fn sent_within(&self, now: Instant, span: Duration) -> bool {
+        self.last_sent.is_some_and(|t| now.duration_since(t) < span)
+    }
+
+    /// Whether a flush holds this `me` view's update back, for the player's next ack to carry it
+    /// (`commit.rs`) or a later flush: for a `window` after an update that went with an ack (at
+    /// most one message per view per window), for two while a submission of the session awaits
+    /// its answer (the ack is on its way; past that, it is late). Never longer.
+    pub fn held_for_ack(&self, now: Instant, window: Duration) -> bool {
+        let hold = if self.outbox.awaits_ack() {
+            2 * window
+        } else if self.sent_early {
+            window
+        } else {
+            Duration::ZERO
+        };
+        self.sent_within(now, hold)
     }
 }
 
@@ -144,5 +176,36 @@ impl Board {
         self.high_seq = 0;
         self.dirty.resync = true;
         self.mark_all_dirty();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_me_view_is_held_for_an_ack_at_most_two_windows() {
+        let w = Duration::from_millis(50);
+        let t0 = Instant::now();
+        let outbox = Arc::new(Outbox::new(4));
+        let mut sub = Sub::new(View::Me, None, 1, outbox.clone());
+        assert!(!sub.held_for_ack(t0, w), "never sent: not held");
+        sub.sent(1, 1, t0, false);
+        assert!(!sub.held_for_ack(t0, w), "sent by a flush: not held");
+        sub.sent(2, 2, t0, true);
+        assert!(
+            sub.held_for_ack(t0 + w / 2, w),
+            "within a window of an ack's update"
+        );
+        assert!(!sub.held_for_ack(t0 + w, w), "a window later");
+        let submitting = outbox.submitting();
+        assert!(sub.held_for_ack(t0 + w, w), "an ack is on its way");
+        assert!(
+            !sub.held_for_ack(t0 + 2 * w, w),
+            "late: never past two windows"
+        );
+        drop(submitting);
+        assert!(!sub.held_for_ack(t0 + w, w), "answered");
+        assert!(sub.is_news(3, 3) && !sub.is_news(2, 3) && !sub.is_news(3, 2));
     }
 }

@@ -27,7 +27,7 @@ use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::Id;
 
 use super::derive::{movers_after, MeState, Move};
-use super::events::Event;
+use super::events::{Change, Event};
 use super::outbox::Outbox;
 use super::render::render_me;
 use super::{Inner, State};
@@ -67,19 +67,7 @@ impl Inner {
         if ev.rollover {
             return None;
         }
-        let moves: Vec<Move> = ev
-            .changes
-            .iter()
-            .filter_map(|c| {
-                Some(Move {
-                    player: Id::parse(c.player.as_deref()?).ok()?,
-                    score: c.score,
-                    rank: c.rank,
-                    previous_rank: c.previous_rank,
-                    name: None,
-                })
-            })
-            .collect();
+        let moves: Vec<Move> = ev.changes.iter().filter_map(Change::to_move).collect();
         let moved = movers_after(&moves);
         let window = Duration::from_millis(self.ws.coalesce_ms);
         let mut woken: Vec<Arc<Outbox>> = Vec::new();
@@ -107,11 +95,8 @@ impl Inner {
                 let Some(sub) = b.subs.get_mut(&(*sid, ViewKind::Me)) else {
                     continue;
                 };
-                let recent = sub
-                    .last_sent
-                    .is_some_and(|t| now.duration_since(t) < window);
                 if !sub.ready
-                    || recent
+                    || sub.sent_within(now, window)
                     || ev.seq <= sub.last_seq
                     || sub.outbox.view_pending_since(board, ViewKind::Me).is_some()
                 {
@@ -120,13 +105,10 @@ impl Inner {
                 let msg = built.get_or_insert_with(|| {
                     render_me(board, m.player, &standing, &ev.season, ev.seq, false)
                 });
-                if sub.last_hash == Some(msg.hash) {
+                if !sub.is_news(msg.hash, msg.seq) {
                     continue;
                 }
-                sub.last_seq = msg.seq;
-                sub.last_hash = Some(msg.hash);
-                sub.last_sent = Some(now);
-                sub.sent_early = true;
+                sub.sent(msg.hash, msg.seq, now, true);
                 sub.outbox.put_view(board, ViewKind::Me, msg.text.clone());
                 metrics::PUSHES.inc();
                 metrics::WITH_ACK.inc();

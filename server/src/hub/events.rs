@@ -42,6 +42,19 @@ pub(super) struct Change {
     pub name: Option<String>,
 }
 
+impl Change {
+    /// The move this change describes (`None`: it names no valid player).
+    pub fn to_move(&self) -> Option<Move> {
+        Some(Move {
+            player: Id::parse(self.player.as_deref()?).ok()?,
+            score: self.score,
+            rank: self.rank,
+            previous_rank: self.previous_rank,
+            name: self.name.clone(),
+        })
+    }
+}
+
 impl Inner {
     /// An event arrived for `board` (the channel's name, unchecked).
     pub(super) fn on_event(&self, board: &str, payload: &[u8]) {
@@ -94,7 +107,7 @@ impl Board {
             let mut known = 0;
             let d = &mut self.dirty;
             for c in &ev.changes {
-                let Some(p) = c.player.as_deref().and_then(|p| Id::parse(p).ok()) else {
+                let Some(m) = c.to_move() else {
                     continue;
                 };
                 // Ranks between the old and the new place moved by one; `None` is past the end
@@ -106,14 +119,8 @@ impl Board {
                 );
                 d.ranges.push((new.min(old), new.max(old)));
                 d.total_changed |= c.rank.is_none() || c.previous_rank.is_none();
-                self.pending.push(Move {
-                    player: p.clone(),
-                    score: c.score,
-                    rank: c.rank,
-                    previous_rank: c.previous_rank,
-                    name: c.name.clone(),
-                });
-                d.players.insert(p);
+                d.players.insert(m.player.clone());
+                self.pending.push(m);
                 known += 1;
             }
             // An event that names nobody: recompute everything rather than guess.

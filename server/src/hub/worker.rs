@@ -238,18 +238,8 @@ impl Inner {
             let msg = match (sub.view, sub.player.as_ref()) {
                 (View::Me, Some(p)) => {
                     flushed.me += 1;
-                    // Held back, to go with the player's next ack (`commit.rs`) or at a later
-                    // flush: for a window after an update that went with an ack (at most one
-                    // message per window), for two while a submission of the session awaits
-                    // its answer (the ack is on its way; past that, it is late).
-                    let hold = if sub.outbox.awaits_ack() {
-                        2 * window
-                    } else if sub.sent_early {
-                        window
-                    } else {
-                        Duration::ZERO
-                    };
-                    if !plan.resync && sub.last_sent.is_some_and(|t| now.duration_since(t) < hold) {
+                    // Held back for the player's ack to carry it (`Sub::held_for_ack`).
+                    if !plan.resync && sub.held_for_ack(now, window) {
                         sub.force = true;
                         held = true;
                         continue;
@@ -308,11 +298,8 @@ impl Inner {
                 }
             };
             sub.window = msg.window.or(sub.window);
-            if plan.resync || (sub.last_hash != Some(msg.hash) && msg.seq > sub.last_seq) {
-                sub.last_seq = msg.seq;
-                sub.last_hash = Some(msg.hash);
-                sub.last_sent = Some(now);
-                sub.sent_early = false;
+            if plan.resync || sub.is_news(msg.hash, msg.seq) {
+                sub.sent(msg.hash, msg.seq, now, false);
                 sub.outbox.offer_view(board, key.1, msg.text.clone());
                 crate::metrics::PUSHES.inc();
             }
