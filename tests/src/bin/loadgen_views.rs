@@ -17,6 +17,11 @@
 //! what Redis spent on view reads: `INFO commandstats` counts both scripts as `EVALSHA`, so the
 //! view-read calls are the calls beyond the submission batches (one `seq` bump each), next to
 //! the `me` standings the hub read rather than derived.
+//!
+//! `--against OTHER`: OTHER is another build of this program (e.g. one built from an older
+//! commit and copied aside). Its server (`OTHER --serve`) runs the same rounds beside this one's,
+//! each on its own Redis, the two alternating which goes first in each round; each is reported
+//! as above, then both medians side by side: a before/after from one run.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -55,10 +60,13 @@ struct Args {
     rounds: usize,
     /// The server's `http_workers` (0: its default).
     http_workers: usize,
+    /// Another build of this program: its server runs the same rounds beside this one's (each
+    /// on its own Redis, alternating which goes first), for a before/after in one run.
+    against: Option<std::path::PathBuf>,
 }
 
 const USAGE: &str =
-    "loadgen_views [--players N=1000] [--spectators K=10] [--seconds S=8] [--rounds R=3] [--http-workers W=0] [--views-first]";
+    "loadgen_views [--players N=1000] [--spectators K=10] [--seconds S=8] [--rounds R=3] [--http-workers W=0] [--views-first] [--against OTHER_LOADGEN_VIEWS]";
 
 impl Args {
     fn parse(argv: &[String]) -> anyhow::Result<Args> {
@@ -69,6 +77,7 @@ impl Args {
             views_first: false,
             rounds: 3,
             http_workers: 0,
+            against: None,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -86,6 +95,12 @@ impl Args {
                 "--seconds" => a.seconds = value()?,
                 "--rounds" => a.rounds = (value()? as usize).max(1),
                 "--http-workers" => a.http_workers = value()? as usize,
+                "--against" => {
+                    let path = it
+                        .next()
+                        .with_context(|| format!("--against needs a path\n{USAGE}"))?;
+                    a.against = Some(path.into());
+                }
                 other => bail!("unknown argument {other}\n{USAGE}"),
             }
         }
@@ -169,8 +184,13 @@ async fn player(
     Ok(ws)
 }
 
-fn start_server(redis_url: &str, http_workers: usize) -> anyhow::Result<(ChildGuard, u16)> {
-    let mut child = Command::new(std::env::current_exe()?)
+/// `bin --serve` (this program, or another build of it) on `redis_url`.
+fn start_server(
+    bin: &std::path::Path,
+    redis_url: &str,
+    http_workers: usize,
+) -> anyhow::Result<(ChildGuard, u16)> {
+    let mut child = Command::new(bin)
         .arg("--serve")
         .arg(redis_url)
         .arg(http_workers.to_string())
@@ -444,12 +464,10 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         a.players,
     );
     let dir = std::env::temp_dir().join(format!("scorecast-loadgen-views-{}", std::process::id()));
-    let redis = RedisProcess::start(&dir, false)?;
-    let (server, port) = start_server(&redis.url(), a.http_workers)?;
-    let pid = server.0.id();
-    let url = format!("ws://127.0.0.1:{port}/ws");
-    let client = redis::Client::open(redis.url())?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
+    let mut sides = vec![Side::start("this build", &std::env::current_exe()?, &dir, &a).await?];
+    if let Some(other) = &a.against {
+        sides.push(Side::start(&other.display().to_string(), other, &dir, &a).await?);
+    }
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(0);
@@ -462,18 +480,88 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
     // The machine's speed drifts by ±20 % between two 8 s runs here: pairs alternate which run
-    // goes first, and the median pair's ratio is the figure.
-    let mut pairs = Vec::new();
+    // goes first, and the median pair's ratio is the figure; with `--against`, the two builds
+    // also alternate which goes first in each round.
+    let mut pairs: Vec<Vec<(Run, Run)>> = sides.iter().map(|_| Vec::new()).collect();
     for round in 0..a.rounds {
-        let pair = if a.views_first == (round % 2 == 0) {
-            let views = run("views", &a, &url, port, pid, &mut conn).await?;
-            (run("plain", &a, &url, port, pid, &mut conn).await?, views)
-        } else {
-            let plain = run("plain", &a, &url, port, pid, &mut conn).await?;
-            (plain, run("views", &a, &url, port, pid, &mut conn).await?)
-        };
-        pairs.push(pair);
+        for k in 0..sides.len() {
+            let i = (k + round) % sides.len();
+            let side = &mut sides[i];
+            let (url, port, pid) = (side.url.clone(), side.port, side.pid);
+            let conn = &mut side.conn;
+            let pair = if a.views_first == (round % 2 == 0) {
+                let views = run("views", &a, &url, port, pid, conn).await?;
+                (run("plain", &a, &url, port, pid, conn).await?, views)
+            } else {
+                let plain = run("plain", &a, &url, port, pid, conn).await?;
+                (plain, run("views", &a, &url, port, pid, conn).await?)
+            };
+            pairs[i].push(pair);
+        }
     }
+    let mut summary = Vec::new();
+    for (side, pairs) in sides.iter().zip(&pairs) {
+        if sides.len() > 1 {
+            println!("== {}", side.label);
+        }
+        summary.push(report(&a, pairs));
+    }
+    if sides.len() > 1 {
+        println!("side by side, the same rounds alternated (medians over rounds):");
+        for (side, (ratio, views_rate, me_p99)) in sides.iter().zip(summary) {
+            println!(
+                "  {:<40} views/plain {ratio:.2}   submissions/s with views {views_rate:>8.0}   me p99 {me_p99:>7.1} ms",
+                side.label
+            );
+        }
+    }
+    for side in sides {
+        drop(side.server);
+        drop(side.redis);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// One server under test: its own Redis, the server child, and a connection to that Redis.
+struct Side {
+    label: String,
+    redis: RedisProcess,
+    server: ChildGuard,
+    url: String,
+    port: u16,
+    pid: u32,
+    conn: redis::aio::MultiplexedConnection,
+}
+
+impl Side {
+    async fn start(
+        label: &str,
+        bin: &std::path::Path,
+        dir: &std::path::Path,
+        a: &Args,
+    ) -> anyhow::Result<Side> {
+        let n = dir.read_dir().map(|d| d.count()).unwrap_or(0);
+        let redis = RedisProcess::start(&dir.join(format!("redis-{n}")), false)?;
+        let (server, port) = start_server(bin, &redis.url(), a.http_workers)?;
+        let pid = server.0.id();
+        let client = redis::Client::open(redis.url())?;
+        let conn = client.get_multiplexed_async_connection().await?;
+        Ok(Side {
+            label: label.to_owned(),
+            redis,
+            server,
+            url: format!("ws://127.0.0.1:{port}/ws"),
+            port,
+            pid,
+            conn,
+        })
+    }
+}
+
+/// Prints the rounds of one server and their median; returns (median views/plain ratio, median
+/// submissions/s with views, median `me` p99 in ms).
+fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
     let rate = |r: &Run| r.submissions as f64 / r.seconds;
     let mut ratios: Vec<(f64, usize)> = pairs
         .iter()
@@ -568,8 +656,13 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         (views.server_cpu_s - per_sub * views.submissions as f64) * 1e6
             / views.me_pushes.max(1) as f64
     );
-    drop(server);
-    drop(redis);
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(())
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (
+        ratio,
+        median(pairs.iter().map(|(_, v)| rate(v)).collect()),
+        median(pairs.iter().map(|(_, v)| v.me_p99_ms).collect()),
+    )
 }
