@@ -352,19 +352,31 @@ fn shows(push: &Value, stored: &Value) -> bool {
     (&push["score"], &push["rank"]) == (&stored["score"], &stored["rank"])
 }
 
-/// Reads `rank` pushes (other messages skipped) until one shows `stored` or `within` has passed
-/// or the socket closed; returns the last one seen (`last` if none came).
+/// Reads `rank` pushes until one shows `stored` (see [`last_push_until`]).
 async fn last_rank_until(
     ws: &mut WsClient,
-    mut last: Value,
+    last: Value,
     stored: &Value,
     within: Duration,
 ) -> Value {
+    last_push_until(ws, "rank", last, within, |v| shows(v, stored)).await
+}
+
+/// Reads pushes of type `ty` (other messages skipped) until `last` or one of them satisfies
+/// `done`, `within` has passed or the socket closed; returns the last one seen (`last` if none
+/// came).
+async fn last_push_until(
+    ws: &mut WsClient,
+    ty: &str,
+    mut last: Value,
+    within: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = tokio::time::Instant::now() + within;
-    while !shows(&last, stored) {
+    while !done(&last) {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match ws.next_within(left).await {
-            Some(Incoming::Json(v)) if v["type"] == "rank" => last = v,
+            Some(Incoming::Json(v)) if v["type"] == ty => last = v,
             Some(Incoming::Json(_)) => {}
             _ => break,
         }
@@ -550,19 +562,13 @@ fn named_window(v: &Value) -> Vec<(Value, Value, Value, Value)> {
 /// `last`, or the next `around` push, that shows `want`; or what was last seen.
 async fn await_window(
     ws: &mut WsClient,
-    mut last: Value,
+    last: Value,
     want: &[(Value, Value, Value, Value)],
 ) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while named_window(&last) != want {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match ws.next_within(left).await {
-            Some(Incoming::Json(v)) if v["type"] == "around" => last = v,
-            Some(Incoming::Json(_)) => {}
-            _ => break,
-        }
-    }
-    last
+    last_push_until(ws, "around", last, Duration::from_secs(10), |v| {
+        named_window(v) == want
+    })
+    .await
 }
 
 /// `around` from the change stream (`hub/around.rs`): once a window has been read, a newcomer
