@@ -35,13 +35,15 @@
 -- more than DEDUP_CAP newer accepted submissions to the board, and a player's hash never holds
 -- more than 2 × DEDUP_CAP records.
 --
--- Returns one flat array: the batch's season, then 7 fields per submission, in order:
+-- Returns one bulk string: a msgpack array (cmsgpack) of the batch's season, then 7 fields per
+-- submission, in order:
 --   accepted: 1 (or 2 = duplicate), season ('' = the batch's), points, rank, previous_rank
 --             (-1 = none), seq, reached_ms (-1 = none)
 --   refused:  error code, message, retry_after_ms, limit, reset_ms, 0, 0
 -- then the change event as published if ARGV[2] asks for it ('' = none, or not asked): the
 -- submitting instance sends its submitters' `me` updates with their acks (server/src/hub/commit.rs).
--- (server/src/store/batch.rs reads it.)
+-- Packed, because a batch's ~7 × 48 fields as a Redis array cost Redis a reply item each and
+-- the server a parsed value each (BENCHMARKS.md, round 6). (server/src/store/batch.rs reads it.)
 --
 
 local DEDUP_WINDOW_MS = 600000
@@ -67,7 +69,7 @@ if not cfg then
       'unknown_board', 'no board ' .. board, 0, 0, 0, 0, 0
   end
   out[#out + 1] = ''
-  return out
+  return cmsgpack.pack(out)
 end
 
 local now = now_ms(ARGV[1])
@@ -320,4 +322,4 @@ if nc > 0 then
   _, event = publish_change(prefix, board, season, ',"changes":[' .. table.concat(changes, ',', 1, nc) .. ']')
 end
 out[#out + 1] = ARGV[2] == '1' and event or ''
-return out
+return cmsgpack.pack(out)

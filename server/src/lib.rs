@@ -19,7 +19,7 @@ mod layering;
 pub mod limiter;
 pub mod metrics;
 pub mod queue;
-mod reply;
+pub mod reply;
 pub mod revocation;
 pub mod scripts;
 pub mod startup;

@@ -371,9 +371,10 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
     for (player, id, points) in batch {
         inv.arg(player).arg(id).arg(points).arg("").arg("").arg("");
     }
-    let reply: Vec<redis::Value> = inv.invoke_async(&mut redis).await.expect("submit.lua");
-    // The season, then 7 fields per submission: status (1 ok, 2 duplicate, else an error code)
-    // first, the score third, then the change event as published (server/src/store/batch.rs).
+    let reply = unpacked(inv.invoke_async(&mut redis).await.expect("submit.lua"));
+    // One packed string: the season, then 7 fields per submission: status (1 ok, 2 duplicate,
+    // else an error code) first, the score third, then the change event as published
+    // (server/src/store/batch.rs).
     assert_eq!(reply.len(), 2 + 7 * batch.len(), "{reply:?}");
     let field = |i: usize, k: usize| match &reply[1 + 7 * i + k] {
         redis::Value::Int(n) => n.to_string(),
@@ -426,12 +427,22 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
         .arg("")
         .arg("")
         .arg("");
-    let reply: Vec<redis::Value> = inv.invoke_async(&mut redis).await.expect("submit.lua");
+    let reply = unpacked(inv.invoke_async(&mut redis).await.expect("submit.lua"));
     assert_eq!(reply.len(), 2 + 7, "{reply:?}");
     assert_eq!(reply[1], redis::Value::Int(1), "{reply:?}");
     assert_eq!(reply[8], redis::Value::BulkString(Vec::new()), "{reply:?}");
     for (player, score) in [("alice", 15), ("bob", 20), ("carol", 7)] {
         let r = app.get(&format!("/v1/boards/mix/players/{player}")).await;
         assert_eq!(r.body["score"], score, "{player}: {:?}", r.body);
+    }
+}
+
+/// The items of `submit.lua`'s packed reply, as the server reads them.
+fn unpacked(reply: redis::Value) -> Vec<redis::Value> {
+    match reply {
+        redis::Value::BulkString(packed) => {
+            scorecast_server::reply::unpack(&packed).expect("a msgpack array")
+        }
+        other => panic!("not one packed string: {other:?}"),
     }
 }

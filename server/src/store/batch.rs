@@ -180,11 +180,12 @@ async fn apply_batch(
             ));
         }
     }
-    // The batch's season, 7 fields per submission, the change event if asked for
-    // (lua/submit.lua).
-    let Value::Array(mut items) = reply else {
+    // One packed string: the batch's season, 7 fields per submission, the change event if asked
+    // for (lua/submit.lua).
+    let Value::BulkString(packed) = reply else {
         return Err(reply::bad("submit batch"));
     };
+    let mut items = reply::unpack(&packed).ok_or_else(|| reply::bad("submit batch packing"))?;
     if items.len() != 2 + RESULT_FIELDS * batch.len() {
         return Err(reply::bad("submit batch length"));
     }
