@@ -152,15 +152,28 @@ async fn apply_batch(
     want_event: bool,
 ) -> AppResult<(Vec<AppResult<Accepted>>, Option<Vec<u8>>)> {
     let config = keys::config(board);
-    let mut inv = scripts::publishing(conn).submit.key(&config);
-    inv.arg(clock.arg()).arg(if want_event { "1" } else { "" });
+    let script = &scripts::publishing(conn).submit;
+    // Every argument written once, into the command's one buffer (scripts::evalsha).
+    let bytes: usize = batch
+        .iter()
+        .map(|(s, _)| {
+            s.player.as_str().len() + s.id.as_str().len() + s.name.as_ref().map_or(0, String::len)
+        })
+        .sum();
+    let mut cmd = scripts::evalsha(
+        script,
+        &config,
+        2 + 6 * batch.len(),
+        32 + bytes + 32 * batch.len(),
+    );
+    cmd.arg(clock.arg()).arg(if want_event { "1" } else { "" });
     for (s, _) in batch {
         let op = s.op.map(|op| match op {
             Op::Incr => "incr",
             Op::Best => "best",
             Op::Set => "set",
         });
-        inv.arg(s.player.as_str())
+        cmd.arg(s.player.as_str())
             .arg(s.id.as_str())
             .arg(s.points)
             .arg(op.unwrap_or(""))
@@ -168,7 +181,7 @@ async fn apply_batch(
             .arg(if s.skip_limit { "1" } else { "" });
     }
     crate::metrics::BATCH_SIZE.observe(batch.len() as f64);
-    let reply: Value = crate::metrics::script("submit", inv.invoke_async(conn)).await?;
+    let reply = crate::metrics::script("submit", scripts::run(script, &cmd, conn)).await?;
     if let Some((replicas, timeout_ms)) = replica_wait {
         // The whole batch waits once: WAIT covers every write this connection made on the
         // board's master. Short of replicas, nobody is acknowledged (a retry is applied once).
