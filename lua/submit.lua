@@ -6,9 +6,11 @@
 --                                 so they share one hash slot on a cluster)
 -- ARGV[1]  now_ms override ('' = Redis TIME; the injected test clock otherwise)
 -- ARGV[2]  '1' to return the change event ('' = not: nobody here needs it)
--- then 6 per submission, from ARGV[3]:
---   player, submission id, points (integer), op override ('' = the board's op; admin only),
---   display name ('' = none), '1' to skip the board's submit_limit
+-- ARGV[3]  the submissions, one msgpack array of strings (unpacked with cmsgpack), 6 each:
+--   player, submission id, points (integer, in decimal), op override ('' = the board's op;
+--   admin only), display name ('' = none), '1' to skip the board's submit_limit
+--   One argument, not 6 per submission: Redis parses one string instead of ~280 arguments, and
+--   the audit entry stores it as it came (BENCHMARKS.md, round 6).
 --
 -- Order for each: ban check (lua/ban.lua: a banned player changes nothing, a retried id
 -- included) -> dedup (so a retried success is never rate limited) -> limiter check ->
@@ -19,8 +21,12 @@
 -- lists the batch in its own order). Per player: one HMGET of the dedup state and ids, one HSET of
 -- the state and records, and the rank between two of its submissions is known without asking.
 -- Once per batch: the config, the season, `seq` (bumped once if any
--- score changed), one audit-log entry carrying every accepted submission, one event. Each result
--- carries the seq the board had once it was applied (base + 1 if it changed a score, else base).
+-- score changed), one audit-log entry carrying the batch, one event. Each result carries the
+-- seq the board had once it was applied (base + 1 if it changed a score, else base).
+--
+-- The audit entry (if any submission was accepted): `season`, `time_ms`, `op` (the board's),
+-- `subs` (ARGV[3] as it came) and `results` (the packed results below): server/src/store/log.rs
+-- answers one object per submission whose result is 1 (accepted, not a duplicate).
 --
 -- The hot loop formats numbers with '%d' (istr) or takes them as Redis printed them (the points
 -- argument, ZINCRBY's reply), never with '%.14g'/'%.17g'; on `incr` boards without tie-break
@@ -35,15 +41,16 @@
 -- more than DEDUP_CAP newer accepted submissions to the board, and a player's hash never holds
 -- more than 2 × DEDUP_CAP records.
 --
--- Returns one bulk string: a msgpack array (cmsgpack) of the batch's season, then 7 fields per
--- submission, in order:
+-- Returns two strings. The first is a msgpack array (cmsgpack) of the batch's season, then 7
+-- fields per submission, in order:
 --   accepted: 1 (or 2 = duplicate), season ('' = the batch's), points, rank, previous_rank
 --             (-1 = none), seq, reached_ms (-1 = none)
 --   refused:  error code, message, retry_after_ms, limit, reset_ms, 0, 0
--- then the change event as published if ARGV[2] asks for it ('' = none, or not asked): the
--- submitting instance sends its submitters' `me` updates with their acks (server/src/hub/commit.rs).
 -- Packed, because a batch's ~7 × 48 fields as a Redis array cost Redis a reply item each and
--- the server a parsed value each (BENCHMARKS.md, round 6). (server/src/store/batch.rs reads it.)
+-- the server a parsed value each (BENCHMARKS.md, round 6). The second is the change event as
+-- published if ARGV[2] asks for it ('' = none, or not asked): the submitting instance sends its
+-- submitters' `me` updates with their acks (server/src/hub/commit.rs). (server/src/store/batch.rs
+-- reads both.)
 --
 
 local DEDUP_WINDOW_MS = 600000
@@ -59,17 +66,17 @@ local function istr(x) return format('%d', x) end
 local prefix = string.sub(KEYS[1], 1, -7)
 local board = board_of(prefix)
 local cfg = load_config(KEYS[1])
-local n_args = #ARGV
-local out = {''} -- the reply (see above)
+local S = cmsgpack.unpack(ARGV[3]) -- the submissions: S[i .. i + 5] for i = 1, 7, 13, ...
+local n_subs = #S / 6
+local out = {''} -- the results (see above)
 
 if not cfg then
-  for _ = 3, n_args, 6 do
+  for _ = 1, n_subs do
     local at = #out
     out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5], out[at + 6], out[at + 7] =
       'unknown_board', 'no board ' .. board, 0, 0, 0, 0, 0
   end
-  out[#out + 1] = ''
-  return cmsgpack.pack(out)
+  return {cmsgpack.pack(out), ''}
 end
 
 local now = now_ms(ARGV[1])
@@ -110,14 +117,13 @@ local function rank(player, score)
 end
 
 local changes, nc = {}, 0 -- the change event's entries (JSON objects), in the order applied
-local audit = {}          -- the audit entry's lines: 'player id points op score rank', in batch order
--- Both filled in batch order first, so every later store lands in a table's array part.
-for k = 2, 1 + (n_args - 2) / 6 * 7 do out[k] = false end
-for k = 1, (n_args - 2) / 6 do audit[k] = false end
+local accepted = 0        -- submissions accepted (not duplicates): the audit entry is written if any
+-- Filled in batch order first, so every later store lands in the table's array part.
+for k = 2, 1 + n_subs * 7 do out[k] = false end
 
--- The result of the submission at ARGV[i], at its place in the reply.
+-- The result of the submission at S[i], at its place in the results.
 local function put(i, a, b, c, d, e, f, g)
-  local at = 1 + (i - 3) / 6 * 7
+  local at = 1 + (i - 1) / 6 * 7
   out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5], out[at + 6], out[at + 7] =
     a, b, c, d, e, f, g
 end
@@ -143,7 +149,7 @@ local function submit_player(player, subs)
 
   -- 1. The dedup hash: the generation state and each id's first result, if any.
   local dd_key = prefix .. 'dd:' .. player
-  for k = 1, ns do ids[k + 1] = ARGV[subs[k] + 1]; recs[k] = false end
+  for k = 1, ns do ids[k + 1] = S[subs[k] + 1]; recs[k] = false end
   local dd = redis.call('HMGET', dd_key, unpack(ids, 1, ns + 1))
   local state = tonumber(dd[1])
   local fresh = not state -- a new hash (or generation): its expiry is (re)armed
@@ -153,7 +159,7 @@ local function submit_player(player, subs)
 
   for k = 1, ns do
     local i = subs[k]
-    local sub_id, points_s, op, name, skip_limit = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+    local sub_id, points_s, op, name, skip_limit = S[i + 1], S[i + 2], S[i + 3], S[i + 4], S[i + 5]
     local rec = dd[k + 1]
     if not rec then
       for j = 1, k - 1 do
@@ -253,14 +259,13 @@ local function submit_player(player, subs)
         if limited then rl_take(rl_key, now, lim.window_ms, now .. ':' .. sub_id) end
         if name ~= '' then redis.call('HSET', prefix .. 'names', player, name) end
         local reached = packed and reached_ms(cfg, t, season_start) or -1
-        local rank_s = istr(new_rank)
         if changed then
           nc = nc + 1
-          changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. rank_s ..
+          changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. istr(new_rank) ..
             ',"previous_rank":' .. (prev_rank < 0 and 'null' or istr(prev_rank)) ..
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
-        audit[(i + 3) / 6] = player .. ' ' .. sub_id .. ' ' .. points_s .. ' ' .. op .. ' ' .. new_s .. ' ' .. rank_s
+        accepted = accepted + 1
 
         -- 5. The dedup record (written with the player's others below; a retry later in this
         -- batch finds it in `recs`).
@@ -299,8 +304,8 @@ end
 -- Each player's submissions together, players in the order they first come in the batch (a
 -- valid order: submissions of different players in one batch are concurrent).
 local players, by_player = {}, {}
-for i = 3, n_args, 6 do
-  local p = ARGV[i]
+for i = 1, #S, 6 do
+  local p = S[i]
   local subs = by_player[p]
   if not subs then subs = {}; by_player[p] = subs; players[#players + 1] = p end
   subs[#subs + 1] = i
@@ -308,18 +313,14 @@ end
 for _, p in ipairs(players) do submit_player(p, by_player[p]) end
 
 -- One audit entry, one seq bump and one event for the whole batch.
-local lines, nl = {}, 0
-for k = 1, (n_args - 2) / 6 do
-  if audit[k] then nl = nl + 1; lines[nl] = audit[k] end
-end
-if nl > 0 then
+local results = cmsgpack.pack(out)
+if accepted > 0 then
   redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', LOG_MAXLEN, '*',
-    'season', season, 'time_ms', now, 'batch', table.concat(lines, '\n', 1, nl))
+    'season', season, 'time_ms', now, 'op', cfg_op, 'subs', ARGV[3], 'results', results)
 end
 local event = ''
 if nc > 0 then
   local _
   _, event = publish_change(prefix, board, season, ',"changes":[' .. table.concat(changes, ',', 1, nc) .. ']')
 end
-out[#out + 1] = ARGV[2] == '1' and event or ''
-return cmsgpack.pack(out)
+return {results, ARGV[2] == '1' and event or ''}

@@ -144,16 +144,20 @@ async fn sigterm_answers_submissions_in_flight_and_closes_with_1001() {
         .unwrap();
     let log: redis::streams::StreamRangeReply = c.xrange_all("lb:{b}:log").await.unwrap();
     let mut logged: HashMap<String, HashSet<String>> = HashMap::new();
-    // One stream entry per batch: `player id points op score rank` per line.
+    // One stream entry per batch: the submissions (6 fields each: player and id first) and
+    // their results (the season, then 7 fields each: 1 first if accepted), packed.
+    let unpack = |e: &redis::streams::StreamId, k: &str| {
+        let packed: Vec<u8> = e.get(k).unwrap();
+        scorecast_server::reply::unpack(&packed).unwrap()
+    };
     for e in &log.ids {
-        let batch: String = e.get("batch").unwrap();
-        for line in batch.lines() {
-            let mut f = line.split(' ');
-            let (player, id) = (f.next().unwrap(), f.next().unwrap());
-            logged
-                .entry(player.to_owned())
-                .or_default()
-                .insert(id.to_owned());
+        let (subs, results) = (unpack(e, "subs"), unpack(e, "results"));
+        for (s, r) in subs.chunks_exact(6).zip(results[1..].chunks_exact(7)) {
+            if r[0] != redis::Value::Int(1) {
+                continue;
+            }
+            let text = |v: &redis::Value| redis::from_redis_value::<String>(v.clone()).unwrap();
+            logged.entry(text(&s[0])).or_default().insert(text(&s[1]));
         }
     }
     // Every ack was applied; anything else applied was answered `unavailable` (a reply that

@@ -299,8 +299,9 @@ async fn incr_at_the_edge_of_the_exact_range() {
     assert_eq!(down.code, ErrorCode::ScoreOutOfRange);
 }
 
-/// An audit entry in the layout of before batched entries (one submission in its own fields)
-/// is still listed, beside the batched ones.
+/// Audit entries in the layouts of earlier versions — one submission in its own fields (before
+/// batching), a batch as `player id points op score rank` lines (rounds 3 to 5) — are still
+/// listed, beside the packed batches of now.
 #[tokio::test]
 async fn audit_log_lists_entries_written_before_batching() {
     let app = spawn_app().await;
@@ -330,6 +331,20 @@ async fn audit_log_lists_entries_written_before_batching() {
         .query_async(&mut c)
         .await
         .unwrap();
+    let _: String = redis::cmd("XADD")
+        .arg("lb:{o}:log")
+        .arg("*")
+        .arg(&[
+            "season",
+            "all",
+            "time_ms",
+            "1700000000001",
+            "batch",
+            "mid m1 3 incr 3 2\nmid m2 1 incr 4 2",
+        ])
+        .query_async(&mut c)
+        .await
+        .unwrap();
     app.score("o", "new", 7).await;
     let log = app
         .call(Method::GET, "/admin/boards/o/log?count=10", None, true)
@@ -339,9 +354,14 @@ async fn audit_log_lists_entries_written_before_batching() {
         .iter()
         .map(|e| (e["player"].as_str().unwrap(), e["points"].as_i64().unwrap()))
         .collect();
-    assert_eq!(rows, [("new", 7), ("old", 5)]);
-    assert_eq!(entries[1]["id"], "o1");
-    assert_eq!(entries[1]["time_ms"], 1_700_000_000_000_i64);
+    assert_eq!(rows, [("new", 7), ("mid", 1), ("mid", 3), ("old", 5)]);
+    assert_eq!(entries[0]["op"], "incr");
+    assert_eq!(
+        (&entries[1]["id"], &entries[1]["score"]),
+        (&json!("m2"), &json!(4))
+    );
+    assert_eq!(entries[3]["id"], "o1");
+    assert_eq!(entries[3]["time_ms"], 1_700_000_000_000_i64);
 }
 
 /// One `submit.lua` call with players interleaved, a retry of an id inside the same batch and
@@ -356,9 +376,6 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
         .await;
     let mut redis = app.redis_conn().await;
     let script = &scorecast_server::scripts::PLAIN.submit;
-    let mut inv = script.key("lb:{mix}:config");
-    // The test clock (none), and the event asked for.
-    inv.arg("").arg("1");
     // (player, id, points): alice a1, bob b1, alice a1 again, alice a2, bob b2 refused, carol c1.
     let batch = [
         ("alice", "a1", 10),
@@ -368,14 +385,20 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
         ("bob", "b2", 1000),
         ("carol", "c1", 7),
     ];
-    for (player, id, points) in batch {
-        inv.arg(player).arg(id).arg(points).arg("").arg("").arg("");
-    }
-    let reply = unpacked(inv.invoke_async(&mut redis).await.expect("submit.lua"));
-    // One packed string: the season, then 7 fields per submission: status (1 ok, 2 duplicate,
-    // else an error code) first, the score third, then the change event as published
-    // (server/src/store/batch.rs).
-    assert_eq!(reply.len(), 2 + 7 * batch.len(), "{reply:?}");
+    let subs: Vec<_> = batch
+        .iter()
+        .map(|(player, id, points)| submission("mix", player, id, *points))
+        .collect();
+    let mut inv = script.key("lb:{mix}:config");
+    // The test clock (none), the event asked for, the batch packed as the server packs it.
+    inv.arg("")
+        .arg("1")
+        .arg(scorecast_server::store::pack_submissions(subs.iter()));
+    let (reply, event) = unpacked(inv.invoke_async(&mut redis).await.expect("submit.lua"));
+    // The results, packed: the season, then 7 fields per submission: status (1 ok, 2
+    // duplicate, else an error code) first, the score third; then the change event as
+    // published (server/src/store/batch.rs).
+    assert_eq!(reply.len(), 1 + 7 * batch.len(), "{reply:?}");
     let field = |i: usize, k: usize| match &reply[1 + 7 * i + k] {
         redis::Value::Int(n) => n.to_string(),
         redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
@@ -402,10 +425,7 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
     );
     // One event for the batch, listing the changes in the order applied (each player's
     // together): the retry and the refusal changed nothing.
-    let event: Value = match reply.last() {
-        Some(redis::Value::BulkString(b)) => serde_json::from_slice(b).expect("the event's JSON"),
-        other => panic!("no event: {other:?}"),
-    };
+    let event: Value = serde_json::from_slice(&event).expect("the event's JSON");
     assert_eq!(event["seq"], 1, "{event}");
     let changes: Vec<(&str, i64)> = event["changes"]
         .as_array()
@@ -418,31 +438,33 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
         [("alice", 10), ("alice", 15), ("bob", 20), ("carol", 7)]
     );
     // Not asked for, no event comes back (it is still published).
+    let dave = submission("mix", "dave", "d1", 3);
     let mut inv = script.key("lb:{mix}:config");
     inv.arg("")
         .arg("")
-        .arg("dave")
-        .arg("d1")
-        .arg(3)
-        .arg("")
-        .arg("")
-        .arg("");
-    let reply = unpacked(inv.invoke_async(&mut redis).await.expect("submit.lua"));
-    assert_eq!(reply.len(), 2 + 7, "{reply:?}");
+        .arg(scorecast_server::store::pack_submissions(std::iter::once(
+            &dave,
+        )));
+    let (reply, event) = unpacked(inv.invoke_async(&mut redis).await.expect("submit.lua"));
+    assert_eq!(reply.len(), 1 + 7, "{reply:?}");
     assert_eq!(reply[1], redis::Value::Int(1), "{reply:?}");
-    assert_eq!(reply[8], redis::Value::BulkString(Vec::new()), "{reply:?}");
+    assert!(event.is_empty(), "{event:?}");
     for (player, score) in [("alice", 15), ("bob", 20), ("carol", 7)] {
         let r = app.get(&format!("/v1/boards/mix/players/{player}")).await;
         assert_eq!(r.body["score"], score, "{player}: {:?}", r.body);
     }
 }
 
-/// The items of `submit.lua`'s packed reply, as the server reads them.
-fn unpacked(reply: redis::Value) -> Vec<redis::Value> {
+/// `submit.lua`'s reply as the server reads it: the packed results' items, and the event.
+fn unpacked(reply: redis::Value) -> (Vec<redis::Value>, Vec<u8>) {
     match reply {
-        redis::Value::BulkString(packed) => {
-            scorecast_server::reply::unpack(&packed).expect("a msgpack array")
-        }
-        other => panic!("not one packed string: {other:?}"),
+        redis::Value::Array(two) => match &two[..] {
+            [redis::Value::BulkString(packed), redis::Value::BulkString(event)] => (
+                scorecast_server::reply::unpack(packed).expect("a msgpack array"),
+                event.clone(),
+            ),
+            other => panic!("not the results and the event: {other:?}"),
+        },
+        other => panic!("not an array: {other:?}"),
     }
 }

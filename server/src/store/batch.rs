@@ -153,33 +153,11 @@ async fn apply_batch(
 ) -> AppResult<(Vec<AppResult<Accepted>>, Option<Vec<u8>>)> {
     let config = keys::config(board);
     let script = &scripts::publishing(conn).submit;
-    // Every argument written once, into the command's one buffer (scripts::evalsha).
-    let bytes: usize = batch
-        .iter()
-        .map(|(s, _)| {
-            s.player.as_str().len() + s.id.as_str().len() + s.name.as_ref().map_or(0, String::len)
-        })
-        .sum();
-    let mut cmd = scripts::evalsha(
-        script,
-        &config,
-        2 + 6 * batch.len(),
-        32 + bytes + 32 * batch.len(),
-    );
-    cmd.arg(clock.arg()).arg(if want_event { "1" } else { "" });
-    for (s, _) in batch {
-        let op = s.op.map(|op| match op {
-            Op::Incr => "incr",
-            Op::Best => "best",
-            Op::Set => "set",
-        });
-        cmd.arg(s.player.as_str())
-            .arg(s.id.as_str())
-            .arg(s.points)
-            .arg(op.unwrap_or(""))
-            .arg(s.name.as_deref().unwrap_or(""))
-            .arg(if s.skip_limit { "1" } else { "" });
-    }
+    let subs = pack_submissions(batch.iter().map(|(s, _)| s));
+    let mut cmd = scripts::evalsha(script, &config, 3, 32 + subs.len());
+    cmd.arg(clock.arg())
+        .arg(if want_event { "1" } else { "" })
+        .arg(&subs);
     crate::metrics::BATCH_SIZE.observe(batch.len() as f64);
     let reply = crate::metrics::script("submit", scripts::run(script, &cmd, conn)).await?;
     if let Some((replicas, timeout_ms)) = replica_wait {
@@ -193,25 +171,60 @@ async fn apply_batch(
             ));
         }
     }
-    // One packed string: the batch's season, 7 fields per submission, the change event if asked
-    // for (lua/submit.lua).
-    let Value::BulkString(packed) = reply else {
+    // The results, packed: the batch's season, 7 fields per submission; then the change event
+    // if asked for (lua/submit.lua).
+    let Value::Array(reply) = reply else {
         return Err(reply::bad("submit batch"));
     };
-    let mut items = reply::unpack(&packed).ok_or_else(|| reply::bad("submit batch packing"))?;
-    if items.len() != 2 + RESULT_FIELDS * batch.len() {
+    let [Value::BulkString(packed), Value::BulkString(event)] = &reply[..] else {
+        return Err(reply::bad("submit batch"));
+    };
+    let items = reply::unpack(packed).ok_or_else(|| reply::bad("submit batch packing"))?;
+    if items.len() != 1 + RESULT_FIELDS * batch.len() {
         return Err(reply::bad("submit batch length"));
     }
-    let event = match items.pop() {
-        Some(Value::BulkString(e)) if !e.is_empty() => Some(e),
-        _ => None,
-    };
+    let event = Some(event).filter(|e| !e.is_empty()).cloned();
     let season = reply::text(&items[0]).ok_or_else(|| reply::bad("season"))?;
     let results = items[1..]
         .chunks_exact(RESULT_FIELDS)
         .map(|r| result(board, &season, r))
         .collect();
     Ok((results, event))
+}
+
+/// A batch's submissions as `lua/submit.lua` takes them (ARGV[3]): one msgpack array of 6
+/// strings each — player, id, points in decimal, op override or `''`, display name or `''`,
+/// `'1'` to skip the board's limit or `''`. Also how the audit entry stores them
+/// (`store/log.rs`).
+pub fn pack_submissions<'a>(batch: impl ExactSizeIterator<Item = &'a Submission>) -> Vec<u8> {
+    use rmp::encode::{write_array_len, write_str};
+    use std::fmt::Write;
+
+    // A Vec grows as needed: writing into it cannot fail.
+    const INFALLIBLE: &str = "writing msgpack into a Vec";
+    let mut out = Vec::with_capacity(5 + 48 * batch.len());
+    write_array_len(&mut out, (6 * batch.len()) as u32).expect(INFALLIBLE);
+    let mut points = String::with_capacity(20);
+    for s in batch {
+        points.clear();
+        write!(points, "{}", s.points).expect(INFALLIBLE);
+        let op = s.op.map_or("", |op| match op {
+            Op::Incr => "incr",
+            Op::Best => "best",
+            Op::Set => "set",
+        });
+        for field in [
+            s.player.as_str(),
+            s.id.as_str(),
+            &points,
+            op,
+            s.name.as_deref().unwrap_or(""),
+            if s.skip_limit { "1" } else { "" },
+        ] {
+            write_str(&mut out, field).expect(INFALLIBLE);
+        }
+    }
+    out
 }
 
 /// Fields per submission in the submit script's reply.

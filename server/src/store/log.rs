@@ -1,11 +1,13 @@
 //! The audit log (`lb:{<board>}:log`), read back: one object per accepted submission, ban or
 //! lift, newest first, filtered by player and time and paged by cursor.
 //!
-//! `lua/submit.lua` writes one stream entry per script call carrying the whole batch (`season`,
-//! `time_ms`, and `batch`: one `player id points op score rank` line per submission, in the
-//! order applied); entries written before batching, and the ban scripts' entries, hold one
-//! event in their own fields. A page can end inside a batch, so a cursor is a stream id plus how
-//! many of that entry's submissions were already returned.
+//! `lua/submit.lua` writes one stream entry per script call carrying the whole batch: `season`,
+//! `time_ms`, `op` (the board's), `subs` (the submissions as the script got them) and `results`
+//! (their results as it returned them), both msgpack; each accepted submission is one event.
+//! Entries of earlier versions are read too: a `batch` field of `player id points op score
+//! rank` lines (round 3 to 5), or one event in the entry's own fields (before batching; the ban
+//! scripts' entries are still of that kind). A page can end inside a batch, so a cursor is a
+//! stream id plus how many of that entry's submissions were already returned.
 
 use redis::streams::StreamId;
 use redis::AsyncCommands;
@@ -175,13 +177,19 @@ fn take_events(
 /// The events of one stream entry, newest first.
 fn events_of(e: &StreamId) -> AppResult<Vec<serde_json::Value>> {
     let field = |k: &str| e.map.get(k).and_then(reply::text).unwrap_or_default();
-    if !e.map.contains_key("batch") {
+    let packed = e.map.contains_key("subs");
+    if !packed && !e.map.contains_key("batch") {
         return Ok(vec![plain_entry(e)]);
     }
     let season = field("season");
     let time_ms = field("time_ms")
         .parse::<i64>()
         .map_err(|_| reply::bad("log time"))?;
+    if packed {
+        let mut events = packed_batch(e, &season, time_ms, &field("op"))?;
+        events.reverse();
+        return Ok(events);
+    }
     field("batch")
         .lines()
         .rev()
@@ -204,7 +212,51 @@ fn plain_entry(e: &StreamId) -> serde_json::Value {
     serde_json::Value::Object(obj)
 }
 
-/// One submission of a batch entry: `player id points op score rank`.
+/// The accepted submissions of a batch entry, in the batch's order: `subs` holds 6 strings per
+/// submission (player, id, points, op override or `''`, name, skip_limit), `results` the
+/// batch's season and 7 fields per submission, led by `1` for one accepted (not a duplicate).
+fn packed_batch(
+    e: &StreamId,
+    season: &str,
+    time_ms: i64,
+    board_op: &str,
+) -> AppResult<Vec<serde_json::Value>> {
+    let unpack = |k: &str| match e.map.get(k) {
+        Some(redis::Value::BulkString(b)) => reply::unpack(b),
+        _ => None,
+    };
+    let (Some(subs), Some(results)) = (unpack("subs"), unpack("results")) else {
+        return Err(reply::bad("log batch"));
+    };
+    if subs.len() % 6 != 0 || results.len() != 1 + subs.len() / 6 * 7 {
+        return Err(reply::bad("log batch length"));
+    }
+    let text = |v: &redis::Value| reply::text(v).ok_or_else(|| reply::bad("log field"));
+    let int = |v: &redis::Value| reply::int(v).ok_or_else(|| reply::bad("log number"));
+    subs.chunks_exact(6)
+        .zip(results[1..].chunks_exact(7))
+        .filter(|(_, r)| r[0] == redis::Value::Int(1))
+        .map(|(s, r)| {
+            let op = match text(&s[3])? {
+                own if own.is_empty() => board_op.to_owned(),
+                own => own,
+            };
+            Ok(serde_json::json!({
+                "stream_id": e.id,
+                "player": text(&s[0])?,
+                "id": text(&s[1])?,
+                "points": int(&s[2])?,
+                "op": op,
+                "score": int(&r[2])?,
+                "rank": int(&r[3])?,
+                "season": season,
+                "time_ms": time_ms,
+            }))
+        })
+        .collect()
+}
+
+/// One submission of a batch entry of rounds 3 to 5: `player id points op score rank`.
 fn audit_line(
     stream_id: &str,
     season: &str,

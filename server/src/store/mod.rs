@@ -17,7 +17,7 @@ use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
 use batch::Batchers;
-pub use batch::BATCHER_IDLE;
+pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Layer, Lift};
 

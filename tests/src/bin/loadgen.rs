@@ -24,7 +24,9 @@
 //! 4. Queues: enqueue and claim + ack through the library, beside `redis-benchmark`.
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -780,10 +782,23 @@ async fn redis_benchmark(a: &Args) -> anyhow::Result<()> {
         clients: a.bench_clients,
         pipeline: a.bench_pipeline,
     };
-    // now, no event back, then one submission: player, submission id, points, op, name, skip
-    // limit.
-    let mut call = vec!["EVALSHA", sha.as_str(), "1", config_key.as_str()];
-    call.extend_from_slice(&["", "", "rb-__rand_int__", "__rand_int__", "1", "", "", ""]);
+    // now, no event back, then the batch of one, packed as the server packs it: redis-benchmark
+    // replaces each `__rand_int__` with 12 digits, so the msgpack stays well-formed (and holds no
+    // NUL byte, which a command-line argument could not carry).
+    let one = Submission {
+        board: Id::parse(BOARD)?,
+        player: Id::parse("rb-__rand_int__")?,
+        id: Id::parse("__rand_int__")?,
+        points: 1,
+        op: None,
+        name: None,
+        skip_limit: false,
+    };
+    let subs = scorecast_server::store::pack_submissions(std::iter::once(&one));
+    anyhow::ensure!(!subs.contains(&0), "a NUL byte in the packed submission");
+    let head = ["EVALSHA", sha.as_str(), "1", config_key.as_str(), "", ""];
+    let mut call: Vec<&OsStr> = head.iter().map(OsStr::new).collect();
+    call.push(OsStr::from_bytes(&subs));
     let rb_rps = rb.run(a.bench_requests, &call)?;
     // A refused script call would make redis-benchmark fast and meaningless: check it counted.
     let total: u64 = redis::cmd("ZCARD")
@@ -811,7 +826,7 @@ struct RedisBenchmark<'a> {
 
 impl RedisBenchmark<'_> {
     /// Runs `command` `requests` times; returns requests per second.
-    fn run(&self, requests: u64, command: &[&str]) -> anyhow::Result<f64> {
+    fn run(&self, requests: u64, command: &[impl AsRef<OsStr>]) -> anyhow::Result<f64> {
         let out = Command::new(self.bin)
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
             .args(["-c", &self.clients.to_string(), "-n", &requests.to_string()])
