@@ -40,6 +40,11 @@
 -- 2 × DEDUP_WINDOW_MS. So a record lives at least DEDUP_WINDOW_MS, unless its player has made
 -- more than DEDUP_CAP newer accepted submissions to the board, and a player's hash never holds
 -- more than 2 × DEDUP_CAP records.
+-- A small hash is a listpack in Redis (up to 128 fields of up to 64 bytes, by default), where
+-- finding a field is a scan of every record: for a player whose generation goes past CONVERT_AT
+-- records, the hash gets field '!' = a 65-byte marker, which turns it into a hash table for
+-- good (BENCHMARKS.md, round 6: ~13 % of the script's time for such players, ~2.3× their dedup
+-- memory; players below it keep the compact listpack).
 --
 -- Returns two strings. The first is a msgpack array (cmsgpack) of the batch's season, then 7
 -- fields per submission, in order:
@@ -55,6 +60,8 @@
 
 local DEDUP_WINDOW_MS = 600000
 local DEDUP_CAP = 64
+local CONVERT_AT = 32
+local MARKER = string.rep('-', 65)
 -- Audit-log entries kept (each carries one batch: at least this many submissions).
 local LOG_MAXLEN = 1000
 
@@ -154,6 +161,7 @@ local function submit_player(player, subs)
   local state = tonumber(dd[1])
   local fresh = not state -- a new hash (or generation): its expiry is (re)armed
   if fresh then state = now * 1024 end
+  local convert = false -- the generation goes past CONVERT_AT records in this batch
   local nw = 0 -- writes: id, record pairs for the one HSET; recs: k -> the record of subs[k]
   local known              -- the player's rank now (-1 = not on the board; nil = ask)
 
@@ -279,12 +287,15 @@ local function submit_player(player, subs)
           local all = redis.call('HGETALL', dd_key)
           local stale, n_stale = {}, 0
           for j = 1, #all, 2 do
-            if all[j] ~= '#' and string.byte(all[j + 1]) == parity then n_stale = n_stale + 1; stale[n_stale] = all[j] end
+            if all[j] ~= '#' and all[j] ~= '!' and string.byte(all[j + 1]) == parity then
+              n_stale = n_stale + 1; stale[n_stale] = all[j]
+            end
           end
           if n_stale > 0 then redis.call('HDEL', dd_key, unpack(stale)) end
           state = now * 1024 + parity
           fresh = true
         end
+        if (state % 1024 - parity) / 2 == CONVERT_AT then convert = true end
         state = state + 2
         local seq = changed and base_seq + 1 or base_seq
         rec = cmsgpack.pack(parity, season, new_points, new_rank, prev_rank, seq, reached)
@@ -296,6 +307,7 @@ local function submit_player(player, subs)
     end
   end
   if nw > 0 then
+    if convert then writes[nw + 1], writes[nw + 2] = '!', MARKER; nw = nw + 2 end
     redis.call('HSET', dd_key, '#', istr(state), unpack(writes, 1, nw))
     if fresh then redis.call('PEXPIRE', dd_key, 2 * DEDUP_WINDOW_MS) end
   end

@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 /// The dedup window and cap of `lua/submit.lua` (README "Redis keys").
 const WINDOW_MS: i64 = 600_000;
 const CAP: usize = 64;
+/// A dedup hash becomes a hash table when its generation goes past this many records.
+const CONVERT_AT: usize = 32;
 
 /// On an `asc`/`best` board a huge negative submission is refused like a huge positive one,
 /// and changes nothing; the bound itself is accepted.
@@ -139,6 +141,52 @@ async fn dedup_memory_stays_bounded_per_player() {
         app.get("/v1/boards/m/players/p1").await.body["score"],
         score
     );
+}
+
+/// A player whose dedup generation goes past 32 records gets a hash table (a lookup no longer
+/// scans every record); one with 32 keeps the compact listpack. Both still answer retries with
+/// their first result.
+#[tokio::test]
+async fn a_heavy_submitters_dedup_hash_becomes_a_hash_table() {
+    let app = spawn_app().await;
+    app.board("h", json!({"submit_limit": null})).await;
+    for (player, n) in [("light", CONVERT_AT), ("heavy", CONVERT_AT + 1)] {
+        for i in 0..n {
+            let r = app
+                .state
+                .submit(&submission("h", player, &format!("s{i}"), 1))
+                .await
+                .unwrap();
+            assert!(!r.duplicate);
+        }
+    }
+    let mut c = app.redis_conn().await;
+    for (player, encoding, fields) in [
+        ("light", "listpack", CONVERT_AT + 1),
+        ("heavy", "hashtable", CONVERT_AT + 3),
+    ] {
+        let key = format!("lb:{{h}}:dd:{player}");
+        let got: String = redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(&key)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        assert_eq!(got, encoding, "{player}");
+        // The records, '#' and, once converted, the marker '!'.
+        let n: usize = redis::cmd("HLEN")
+            .arg(&key)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        assert_eq!(n, fields, "{player}");
+        let again = app
+            .state
+            .submit(&submission("h", player, "s0", 1))
+            .await
+            .unwrap();
+        assert!(again.duplicate && again.score == 1, "{player}: {again:?}");
+    }
 }
 
 /// The audit log stores one stream entry per batch, yet answers one object per submission,
