@@ -16,6 +16,11 @@
 //!      of the server and of redis-server from `/proc/<pid>/stat` (µs ÷ submissions), and Redis
 //!      `used_memory` growth per million submissions;
 //!    - then the medians over the rounds, and the ratios Scorecast / baseline.
+//!
+//!    `--against OTHER`: OTHER is another build of this program (e.g. one built from an older
+//!    commit and copied aside); its server (`OTHER --serve`) runs as a third contender in the
+//!    same alternating rounds, under the same load, and the medians add its column and the
+//!    ratios this build / OTHER: a before/after from one run.
 //! 2. **Dedup memory**: `--dedup-submissions` submissions by `--dedup-players` players through
 //!    the library (group commit, the real script), Redis `used_memory` after them and after as
 //!    many again by the same players.
@@ -68,6 +73,8 @@ struct Args {
     idle: usize,
     probe_ms: u64,
     peer: Option<PathBuf>,
+    /// Another build of loadgen whose server runs beside this one's (a before/after).
+    against: Option<PathBuf>,
     dedup_players: u64,
     dedup_submissions: u64,
     bench_requests: u64,
@@ -82,7 +89,7 @@ struct Args {
 }
 
 const USAGE: &str =
-    "loadgen [--quick] [--peer DIR] [--rounds N=3] [--players N=50] [--in-flight K=4]
+    "loadgen [--quick] [--peer DIR] [--against OTHER_LOADGEN] [--rounds N=3] [--players N=50] [--in-flight K=4]
         [--spectators S=10] [--seconds T=8] [--idle C=2000] [--probe-ms P=100]
         [--dedup-players N=10000] [--dedup-submissions M=1000000]
         [--bench-requests R=200000] [--bench-clients 50] [--bench-pipeline 16]
@@ -90,7 +97,8 @@ const USAGE: &str =
   --quick: 3 s per round, 500 idle connections, 100 000 + 100 000 dedup submissions by 1 000
   players, 50 000 redis-benchmark calls, 5 000 queue jobs (flags after it still apply)
   --load-only: only the WebSocket rounds (e.g. to profile a server under load: the server is
-  this binary's child, `loadgen --serve`)";
+  this binary's child, `loadgen --serve`)
+  --against: another build of loadgen; its server runs in the same rounds (a before/after)";
 
 impl Args {
     fn parse(argv: &[String]) -> anyhow::Result<Args> {
@@ -103,6 +111,7 @@ impl Args {
             idle: 2_000,
             probe_ms: 100,
             peer: None,
+            against: None,
             dedup_players: 10_000,
             dedup_submissions: 1_000_000,
             bench_requests: 200_000,
@@ -140,6 +149,10 @@ impl Args {
                 .with_context(|| format!("{flag} needs a value\n{USAGE}"))?;
             if flag == "--peer" {
                 a.peer = Some(PathBuf::from(value));
+                continue;
+            }
+            if flag == "--against" {
+                a.against = Some(PathBuf::from(value));
                 continue;
             }
             let n: u64 = value
@@ -217,6 +230,8 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Target {
     Scorecast,
+    /// Scorecast as built by another loadgen (`--against`).
+    Other,
     Peer,
 }
 
@@ -224,6 +239,7 @@ impl Target {
     fn name(self) -> &'static str {
         match self {
             Target::Scorecast => "Scorecast",
+            Target::Other => "other build",
             Target::Peer => "Node baseline",
         }
     }
@@ -232,7 +248,7 @@ impl Target {
 /// Opens a WebSocket; Scorecast greets every connection with `welcome`, the baseline does not.
 async fn connect(url: &str, target: Target) -> anyhow::Result<Ws> {
     let mut ws = connect_ws(url).await?;
-    if target == Target::Scorecast {
+    if target != Target::Peer {
         let w = next_json(&mut ws, WAIT).await?;
         anyhow::ensure!(w["type"] == "welcome", "expected welcome, got {w}");
     }
@@ -284,8 +300,9 @@ fn read_port(child: &mut Child, port: impl Fn(&str) -> Option<u16>) -> anyhow::R
     Ok(p)
 }
 
-fn start_scorecast(redis_url: &str) -> anyhow::Result<(ChildGuard, u16)> {
-    let child = Command::new(std::env::current_exe()?)
+/// A Scorecast server: `loadgen --serve`, of this build or of `exe`.
+fn start_scorecast(exe: &Path, redis_url: &str) -> anyhow::Result<(ChildGuard, u16)> {
+    let child = Command::new(exe)
         .arg("--serve")
         .arg(redis_url)
         .stdout(Stdio::piped())
@@ -393,7 +410,10 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
     ));
     let redis = RedisProcess::start(&dir, false)?;
     let (server, port) = match target {
-        Target::Scorecast => start_scorecast(&redis.url())?,
+        Target::Scorecast => start_scorecast(&std::env::current_exe()?, &redis.url())?,
+        Target::Other => {
+            start_scorecast(a.against.as_deref().context("no --against")?, &redis.url())?
+        }
         Target::Peer => start_peer(a.peer.as_deref().context("no --peer")?, &redis.url())?,
     };
     let pid = server.0.id();
@@ -579,6 +599,9 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         }
     );
     let mut targets = vec![Target::Scorecast];
+    if a.against.is_some() {
+        targets.push(Target::Other);
+    }
     if a.peer.is_some() {
         targets.push(Target::Peer);
     }
@@ -620,16 +643,15 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         )
     };
     println!("medians of {} rounds", a.rounds);
-    println!(
-        "  {:<44} {:>12} {:>14}",
-        "",
-        "Scorecast",
-        if a.peer.is_some() {
-            "Node baseline"
-        } else {
-            ""
-        }
-    );
+    let other = a.against.is_some();
+    print!("  {:<44} {:>12}", "", "Scorecast");
+    if other {
+        print!(" {:>12}", Target::Other.name());
+    }
+    if a.peer.is_some() {
+        print!(" {:>14}", Target::Peer.name());
+    }
+    println!();
     type Figure = (&'static str, fn(&Round) -> f64);
     let figures: [Figure; 10] = [
         ("submissions/s over WebSocket", |r| r.rate),
@@ -649,12 +671,19 @@ async fn bench(a: Args) -> anyhow::Result<()> {
     ];
     for (name, f) in figures {
         let s = med(Target::Scorecast, f);
+        print!("  {name:<44} {s:>12.1}");
+        let o = med(Target::Other, f);
+        if other {
+            print!(" {o:>12.1}");
+        }
         if a.peer.is_some() {
             let p = med(Target::Peer, f);
-            println!("  {name:<44} {s:>12.1} {p:>14.1}   ratio {:.3}", s / p);
-        } else {
-            println!("  {name:<44} {s:>12.1}");
+            print!(" {p:>14.1}   ratio {:.3}", s / p);
         }
+        if other {
+            print!("   this / other {:.3}", s / o);
+        }
+        println!();
     }
     if a.peer.is_some() {
         let cpu = |r: &Round| r.server_cpu_us + r.redis_cpu_us;
