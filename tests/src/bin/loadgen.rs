@@ -24,8 +24,11 @@
 //! 2. **Dedup memory**: `--dedup-submissions` submissions by `--dedup-players` players through
 //!    the library (group commit, the real script), Redis `used_memory` after them and after as
 //!    many again by the same players.
-//! 3. `redis-benchmark` against a Redis running the submission script itself (`EVALSHA`,
-//!    pipelined, fresh random player and submission ids through `__rand_int__`).
+//! 3. The submission script alone on a Redis of its own (batches of 46, pipelined; on the
+//!    bench's board and on one of 10 000 players): Redis µs and CPU per submission without the
+//!    server and the load generator on the same cores. Then `redis-benchmark` against a Redis
+//!    running the script (`EVALSHA`, one submission per call, pipelined, fresh random player
+//!    and submission ids through `__rand_int__`).
 //! 4. Queues: enqueue and claim + ack through the library, beside `redis-benchmark`.
 
 use std::collections::HashMap;
@@ -83,6 +86,8 @@ struct Args {
     queue_jobs: u64,
     queue_workers: usize,
     queue_producers: usize,
+    /// `submit.lua` calls measured by [`script_alone`].
+    script_calls: u64,
     /// Only the WebSocket rounds (no dedup-memory, redis-benchmark or queue phases): for
     /// profiling the servers under the submission load.
     load_only: bool,
@@ -93,9 +98,11 @@ const USAGE: &str =
         [--spectators S=10] [--seconds T=8] [--idle C=2000] [--probe-ms P=100]
         [--dedup-players N=10000] [--dedup-submissions M=1000000]
         [--bench-requests R=200000] [--bench-clients 50] [--bench-pipeline 16]
-        [--queue-jobs J=20000] [--queue-workers W=8] [--queue-producers P=64] [--load-only]
+        [--queue-jobs J=20000] [--queue-workers W=8] [--queue-producers P=64]
+        [--script-calls C=3000] [--load-only]
   --quick: 3 s per round, 500 idle connections, 100 000 + 100 000 dedup submissions by 1 000
-  players, 50 000 redis-benchmark calls, 5 000 queue jobs (flags after it still apply)
+  players, 50 000 redis-benchmark calls, 5 000 queue jobs, 1 000 script calls alone (flags
+  after it still apply)
   --load-only: only the WebSocket rounds (e.g. to profile a server under load: the server is
   this binary's child, `loadgen --serve`)
   --against: another build of loadgen; its server runs in the same rounds (a before/after)";
@@ -121,6 +128,7 @@ impl Args {
             queue_workers: 8,
             queue_producers: 64,
             load_only: false,
+            script_calls: 3_000,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -136,6 +144,7 @@ impl Args {
                     a.dedup_submissions = 100_000;
                     a.bench_requests = 50_000;
                     a.queue_jobs = 5_000;
+                    a.script_calls = 1_000;
                     continue;
                 }
                 "--load-only" => {
@@ -172,6 +181,7 @@ impl Args {
                 "--bench-clients" => a.bench_clients = n as u32,
                 "--bench-pipeline" => a.bench_pipeline = n as u32,
                 "--queue-jobs" => a.queue_jobs = n.max(1),
+                "--script-calls" => a.script_calls = n.max(100),
                 "--queue-workers" => a.queue_workers = (n as usize).max(1),
                 "--queue-producers" => a.queue_producers = (n as usize).max(1),
                 _ => bail!("unknown flag {flag}\n{USAGE}"),
@@ -717,6 +727,7 @@ async fn bench(a: Args) -> anyhow::Result<()> {
 
     if !a.load_only {
         dedup_memory(&a).await?;
+        script_alone(&a).await?;
         redis_benchmark(&a).await?;
     }
     Ok(())
@@ -781,6 +792,112 @@ async fn dedup_memory(a: &Args) -> anyhow::Result<()> {
         "  dedup memory: second / first                {:.3}   (≈ 1: bounded by players, not submissions)",
         after[1] / after[0]
     );
+    drop(redis);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Submissions per call in [`script_alone`]: the mean batch of the WebSocket rounds (~46 per
+/// script call at 50 players × 4 in flight).
+const ALONE_BATCH: usize = 46;
+
+/// `lua/submit.lua` alone on a Redis of its own: `--script-calls` calls of [`ALONE_BATCH`]
+/// submissions of `+1` by `--players` players drawn at random (as group commit sends them
+/// under the rounds' load), fresh ids, pipelined on one connection after a warm-up, first on
+/// the bench's board (only those players: a listpack of 50) and then with 10 000 more players
+/// on it (a skiplist, as a live global board). Redis µs per submission (`EVALSHA` `usec`) and
+/// redis-server CPU per submission, without the server and the load generator taking turns on
+/// the same cores: issue 10's item 1 and one hot board's ceiling, measured apart from them.
+async fn script_alone(a: &Args) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("scorecast-loadgen-alone-{}", std::process::id()));
+    let redis = RedisProcess::start(&dir, false)?;
+    let store = Store::new(
+        scorecast_server::startup::connect(&redis.url()).await?,
+        Clock::Redis,
+    );
+    let board = Id::parse(BOARD)?;
+    store.put_board(&board, &unlimited()).await?;
+    let client = redis::Client::open(redis.url())?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let script = &scorecast_server::scripts::PLAIN.submit;
+    let sha: String = script.prepare_invoke().load_async(&mut conn).await?;
+    let config_key = format!("lb:{{{BOARD}}}:config");
+    let players = a.players.max(1) as u64;
+    let mut next = 0u64;
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut calls = |conn: &mut redis::aio::MultiplexedConnection, n: u64| {
+        let mut pipe = redis::pipe();
+        for _ in 0..n {
+            let batch: Vec<Submission> = (0..ALONE_BATCH)
+                .map(|_| {
+                    // xorshift: players drawn at random, the same draw on every run.
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    next += 1;
+                    Submission {
+                        board: board.clone(),
+                        player: Id::parse(&format!("p{}", seed % players)).expect("an id"),
+                        id: Id::parse(&format!("s{next}")).expect("an id"),
+                        points: 1,
+                        op: None,
+                        name: None,
+                        skip_limit: false,
+                    }
+                })
+                .collect();
+            pipe.cmd("EVALSHA")
+                .arg(&sha)
+                .arg(1)
+                .arg(&config_key)
+                .arg("")
+                .arg("")
+                .arg(scorecast_server::store::pack_submissions(batch.iter()));
+        }
+        let conn = conn.clone();
+        async move {
+            let mut conn = conn;
+            let _: Vec<redis::Value> = pipe.query_async(&mut conn).await?;
+            anyhow::Ok(())
+        }
+    };
+    for extra in [0u64, 10_000] {
+        if extra > 0 {
+            for chunk in (0..extra).collect::<Vec<_>>().chunks(1_000) {
+                let mut zadd = redis::cmd("ZADD");
+                zadd.arg(format!("lb:{{{BOARD}}}:s:all"));
+                for i in chunk {
+                    zadd.arg(i * 7 % 100_000).arg(format!("seed{i}"));
+                }
+                let _: u64 = zadd.query_async(&mut conn).await?;
+            }
+        }
+        // Warm-up: the players' dedup hashes fill up to their steady size.
+        for _ in 0..10 {
+            calls(&mut conn, 100).await?;
+        }
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut conn)
+            .await?;
+        let cpu0 = cpu_us(redis.pid())?;
+        for _ in 0..a.script_calls.div_ceil(100) {
+            calls(&mut conn, 100).await?;
+        }
+        let cpu = cpu_us(redis.pid())? - cpu0;
+        let (n, usec) = script_stats(&mut conn).await?;
+        let subs = (n * ALONE_BATCH as u64).max(1) as f64;
+        let size: u64 = redis::cmd("ZCARD")
+            .arg(format!("lb:{{{BOARD}}}:s:all"))
+            .query_async(&mut conn)
+            .await?;
+        let us = usec as f64 / subs;
+        println!(
+            "  submit.lua alone, {n} calls of {ALONE_BATCH} by {players} players, board of {size:>5}: Redis {us:>5.2} µs (EVALSHA), redis-server CPU {:>5.2} µs per submission (≤ 8; ceiling ≈ {:.0} submissions/s per Redis core)",
+            cpu / subs,
+            1e6 / us
+        );
+    }
     drop(redis);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
