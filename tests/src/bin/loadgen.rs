@@ -733,20 +733,35 @@ async fn bench(a: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Redis `used_memory` after `--dedup-submissions` submissions by `--dedup-players` players,
-/// and after as many again by the same players (dedup must not grow with submissions).
-async fn dedup_memory(a: &Args) -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("scorecast-loadgen-dedup-{}", std::process::id()));
+/// A fresh Redis for one phase (`phase` names its directory, removed by the caller) holding the
+/// bench's board, the library's store on it, and a plain connection.
+async fn phase_redis(
+    phase: &str,
+) -> anyhow::Result<(
+    RedisProcess,
+    PathBuf,
+    Store,
+    redis::aio::MultiplexedConnection,
+)> {
+    let dir =
+        std::env::temp_dir().join(format!("scorecast-loadgen-{phase}-{}", std::process::id()));
     let redis = RedisProcess::start(&dir, false)?;
     let store = Store::new(
         scorecast_server::startup::connect(&redis.url()).await?,
         Clock::Redis,
     );
-    let board = Id::parse(BOARD)?;
-    store.put_board(&board, &unlimited()).await?;
-    let mut conn = redis::Client::open(redis.url())?
+    store.put_board(&Id::parse(BOARD)?, &unlimited()).await?;
+    let conn = redis::Client::open(redis.url())?
         .get_multiplexed_async_connection()
         .await?;
+    Ok((redis, dir, store, conn))
+}
+
+/// Redis `used_memory` after `--dedup-submissions` submissions by `--dedup-players` players,
+/// and after as many again by the same players (dedup must not grow with submissions).
+async fn dedup_memory(a: &Args) -> anyhow::Result<()> {
+    let (redis, dir, store, mut conn) = phase_redis("dedup").await?;
+    let board = Id::parse(BOARD)?;
     let (n, players) = (a.dedup_submissions, a.dedup_players);
     let base = used_memory(&mut conn).await?;
     let mut after = Vec::new();
@@ -809,16 +824,8 @@ const ALONE_BATCH: usize = 46;
 /// redis-server CPU per submission, without the server and the load generator taking turns on
 /// the same cores: issue 10's item 1 and one hot board's ceiling, measured apart from them.
 async fn script_alone(a: &Args) -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("scorecast-loadgen-alone-{}", std::process::id()));
-    let redis = RedisProcess::start(&dir, false)?;
-    let store = Store::new(
-        scorecast_server::startup::connect(&redis.url()).await?,
-        Clock::Redis,
-    );
+    let (redis, dir, _store, mut conn) = phase_redis("alone").await?;
     let board = Id::parse(BOARD)?;
-    store.put_board(&board, &unlimited()).await?;
-    let client = redis::Client::open(redis.url())?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
     let script = &scorecast_server::scripts::PLAIN.submit;
     let sha: String = script.prepare_invoke().load_async(&mut conn).await?;
     let config_key = format!("lb:{{{BOARD}}}:config");
@@ -906,15 +913,7 @@ async fn script_alone(a: &Args) -> anyhow::Result<()> {
 /// `redis-benchmark` running the submission script itself (one submission per call), and the
 /// queue bench, on a fresh Redis.
 async fn redis_benchmark(a: &Args) -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("scorecast-loadgen-rb-{}", std::process::id()));
-    let redis = RedisProcess::start(&dir, false)?;
-    let store = Store::new(
-        scorecast_server::startup::connect(&redis.url()).await?,
-        Clock::Redis,
-    );
-    store.put_board(&Id::parse(BOARD)?, &unlimited()).await?;
-    let client = redis::Client::open(redis.url())?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
+    let (redis, dir, _store, mut conn) = phase_redis("rb").await?;
     let sha: String = scorecast_server::scripts::PLAIN
         .submit
         .prepare_invoke()
