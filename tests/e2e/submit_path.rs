@@ -485,6 +485,32 @@ async fn one_batch_with_interleaved_players_answers_in_its_order() {
         changes,
         [("alice", 10), ("alice", 15), ("bob", 20), ("carol", 7)]
     );
+    // The audit log lists the submissions applied, once each, newest first: not the retry,
+    // not the refusal (the entry stores the whole batch; the reader keeps the accepted ones).
+    let log = app
+        .call(Method::GET, "/admin/boards/mix/log?count=10", None, true)
+        .await;
+    let logged: Vec<(&str, &str, i64)> = log.body["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            (
+                e["player"].as_str().unwrap(),
+                e["id"].as_str().unwrap(),
+                e["score"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        logged,
+        [
+            ("carol", "c1", 7),
+            ("alice", "a2", 15),
+            ("bob", "b1", 20),
+            ("alice", "a1", 10)
+        ]
+    );
     // Not asked for, no event comes back (it is still published).
     let dave = submission("mix", "dave", "d1", 3);
     let mut inv = script.key("lb:{mix}:config");
