@@ -67,26 +67,6 @@ pub static SUBMIT_SECONDS: LazyLock<HistogramVec> = LazyLock::new(|| {
     )
 });
 
-/// Counts a submission's `outcome` and times it through `via` (`ws`, `http` or `internal`).
-/// The series of the common outcomes and of each front door are looked up once, not per
-/// submission (a label lookup hashes the labels under a lock).
-pub fn submitted(outcome: &str, via: &str, started: Instant) {
-    static OUTCOMES: LazyLock<[(&str, IntCounter); 2]> =
-        LazyLock::new(|| ["ok", "duplicate"].map(|o| (o, SUBMISSIONS.with_label_values(&[o]))));
-    static VIAS: LazyLock<[(&str, Histogram); 3]> = LazyLock::new(|| {
-        ["ws", "http", "internal"].map(|v| (v, SUBMIT_SECONDS.with_label_values(&[v])))
-    });
-    match OUTCOMES.iter().find(|(o, _)| *o == outcome) {
-        Some((_, c)) => c.inc(),
-        None => SUBMISSIONS.with_label_values(&[outcome]).inc(),
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    match VIAS.iter().find(|(v, _)| *v == via) {
-        Some((_, h)) => h.observe(seconds),
-        None => SUBMIT_SECONDS.with_label_values(&[via]).observe(seconds),
-    }
-}
-
 pub static BATCH_SIZE: LazyLock<Histogram> = LazyLock::new(|| {
     register(
         // unwrap: constant, valid metric name and buckets.

@@ -9,7 +9,7 @@
 
 use std::sync::LazyLock;
 
-use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, Value};
+use redis::Script;
 
 use crate::conn::RedisConn;
 
@@ -59,28 +59,6 @@ impl Publishing {
 pub static PLAIN: LazyLock<Publishing> = LazyLock::new(|| Publishing::new(with_lib));
 /// Publishing with `SPUBLISH` (a cluster: only the slot's shard carries the event).
 pub static SHARDED: LazyLock<Publishing> = LazyLock::new(|| Publishing::new(with_sharded_lib));
-
-/// An `EVALSHA` of `script` with one key, its arguments written by the caller straight into
-/// one buffer. `redis::ScriptInvocation` allocates one `Vec` per argument, then copies them
-/// into the command: for a batch of 48 submissions, ~290 allocations the batcher does not need
-/// (BENCHMARKS.md, round 6).
-pub fn evalsha(script: &Script, key: &str, args: usize, bytes: usize) -> Cmd {
-    let mut cmd = Cmd::with_capacity(4 + args, 64 + key.len() + bytes);
-    cmd.arg("EVALSHA").arg(script.get_hash()).arg(1).arg(key);
-    cmd
-}
-
-/// Runs `cmd`, made by [`evalsha`] for `script`; if Redis does not know the script (a fresh
-/// or restarted Redis, a failover), loads it and runs `cmd` again, as `invoke_async` does.
-pub async fn run(script: &Script, cmd: &Cmd, conn: &mut RedisConn) -> RedisResult<Value> {
-    match cmd.query_async(conn).await {
-        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-            script.load_async(conn).await?;
-            cmd.query_async(conn).await
-        }
-        r => r,
-    }
-}
 
 /// The publishing scripts for what `conn` talks to.
 pub fn publishing(conn: &RedisConn) -> &'static Publishing {

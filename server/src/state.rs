@@ -66,7 +66,10 @@ impl AppState {
             Ok(_) => "ok",
             Err(e) => e.code.as_str(),
         };
-        metrics::submitted(outcome, via.as_str(), started);
+        metrics::SUBMISSIONS.with_label_values(&[outcome]).inc();
+        metrics::SUBMIT_SECONDS
+            .with_label_values(&[via.as_str()])
+            .observe(started.elapsed().as_secs_f64());
         r
     }
 

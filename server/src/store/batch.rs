@@ -153,13 +153,12 @@ async fn apply_batch(
 ) -> AppResult<(Vec<AppResult<Accepted>>, Option<Vec<u8>>)> {
     let config = keys::config(board);
     let script = &scripts::publishing(conn).submit;
-    let subs = pack_submissions(batch.iter().map(|(s, _)| s));
-    let mut cmd = scripts::evalsha(script, &config, 3, 32 + subs.len());
-    cmd.arg(clock.arg())
+    let mut inv = script.key(&config);
+    inv.arg(clock.arg())
         .arg(if want_event { "1" } else { "" })
-        .arg(&subs);
+        .arg(pack_submissions(batch.iter().map(|(s, _)| s)));
     crate::metrics::BATCH_SIZE.observe(batch.len() as f64);
-    let reply = crate::metrics::script("submit", scripts::run(script, &cmd, conn)).await?;
+    let reply: Value = crate::metrics::script("submit", inv.invoke_async(conn)).await?;
     if let Some((replicas, timeout_ms)) = replica_wait {
         // The whole batch waits once: WAIT covers every write this connection made on the
         // board's master. Short of replicas, nobody is acknowledged (a retry is applied once).
