@@ -32,17 +32,14 @@ use super::outbox::Outbox;
 use super::render::render_me;
 use super::{Inner, State};
 use crate::metrics;
-use crate::store::OnCommit;
-
-/// What to run once a batch's results were handed out: wake the sessions whose `me` update was
-/// queued.
-pub type Wake = Box<dyn FnOnce() + Send>;
+use crate::store::{OnCommit, Wake};
 
 /// The store's commit hook (set by `Hub::start`; weak: the store lives in the hub).
 pub(super) struct Commits(pub Weak<Inner>);
 
 impl OnCommit for Commits {
-    /// A board watched here, with `me` views, that ranks ordinally.
+    /// A board watched here that ranks ordinally and keeps `me` standings (a `me` view was
+    /// flushed since it was watched, or since its season began).
     fn wants(&self, board: &Id) -> bool {
         self.0.upgrade().is_some_and(|inner| {
             inner

@@ -202,7 +202,7 @@ pub fn pack_submissions<'a>(batch: impl ExactSizeIterator<Item = &'a Submission>
     // A Vec grows as needed: writing into it cannot fail.
     const INFALLIBLE: &str = "writing msgpack into a Vec";
     let mut out = Vec::with_capacity(5 + 48 * batch.len());
-    write_array_len(&mut out, (6 * batch.len()) as u32).expect(INFALLIBLE);
+    write_array_len(&mut out, (SUB_FIELDS * batch.len()) as u32).expect(INFALLIBLE);
     let mut points = String::with_capacity(20);
     for s in batch {
         points.clear();
@@ -226,8 +226,11 @@ pub fn pack_submissions<'a>(batch: impl ExactSizeIterator<Item = &'a Submission>
     out
 }
 
-/// Fields per submission in the submit script's reply.
-const RESULT_FIELDS: usize = 7;
+/// Strings per submission in the script's batch argument ([`pack_submissions`]).
+pub(super) const SUB_FIELDS: usize = 6;
+
+/// Fields per submission in the script's packed results (after the batch's season).
+pub(super) const RESULT_FIELDS: usize = 7;
 
 /// One submission's fields: `1` (accepted) or `2` (a duplicate), season (`''` = the batch's),
 /// points, rank, previous_rank (-1 = none), seq, reached_ms (-1 = none); or an error's code,

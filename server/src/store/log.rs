@@ -14,6 +14,7 @@ use redis::AsyncCommands;
 use scorecast_shared::{ErrorCode, Id};
 use serde::Serialize;
 
+use super::batch::{RESULT_FIELDS, SUB_FIELDS};
 use super::Store;
 use crate::error::{AppError, AppResult};
 use crate::{keys, reply};
@@ -228,13 +229,14 @@ fn packed_batch(
     let (Some(subs), Some(results)) = (unpack("subs"), unpack("results")) else {
         return Err(reply::bad("log batch"));
     };
-    if subs.len() % 6 != 0 || results.len() != 1 + subs.len() / 6 * 7 {
+    if subs.len() % SUB_FIELDS != 0 || results.len() != 1 + subs.len() / SUB_FIELDS * RESULT_FIELDS
+    {
         return Err(reply::bad("log batch length"));
     }
     let text = |v: &redis::Value| reply::text(v).ok_or_else(|| reply::bad("log field"));
     let int = |v: &redis::Value| reply::int(v).ok_or_else(|| reply::bad("log number"));
-    subs.chunks_exact(6)
-        .zip(results[1..].chunks_exact(7))
+    subs.chunks_exact(SUB_FIELDS)
+        .zip(results[1..].chunks_exact(RESULT_FIELDS))
         .filter(|(_, r)| r[0] == redis::Value::Int(1))
         .map(|(s, r)| {
             let op = match text(&s[3])? {

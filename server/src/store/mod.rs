@@ -45,8 +45,11 @@ pub trait OnCommit: Send + Sync {
 
     /// A batch on `board` committed and published `event`; returns what to run once its results
     /// were handed out.
-    fn committed(&self, board: &Id, event: &[u8]) -> Option<Box<dyn FnOnce() + Send>>;
+    fn committed(&self, board: &Id, event: &[u8]) -> Option<Wake>;
 }
+
+/// What to run once a batch's results were handed out (see [`OnCommit::committed`]).
+pub type Wake = Box<dyn FnOnce() + Send>;
 
 /// Shared by every clone of a [`Store`]: set once, by the hub.
 type Commits = Arc<std::sync::OnceLock<Box<dyn OnCommit>>>;
