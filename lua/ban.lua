@@ -1,4 +1,4 @@
--- ban.lua: bans a player from one board (issue 14, docs/protocol.md "Moderation"). Prepended
+-- ban.lua: bans a player from one board (docs/protocol.md, "Moderation"). Prepended
 -- with lib.lua. One board, one slot.
 --
 -- KEYS[1]  lb:{<board>}:config

@@ -1,4 +1,4 @@
--- board_put.lua: creates or changes a board's configuration (DESIGN §3).
+-- board_put.lua: creates or changes a board's configuration (README, "Board configuration").
 -- Prepended with lib.lua.
 --
 -- KEYS[1]  lb:{<board>}:config

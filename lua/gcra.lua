@@ -1,4 +1,4 @@
--- gcra.lua: the generic cell rate algorithm, a token bucket in O(1) memory (DESIGN §6), for
+-- gcra.lua: the generic cell rate algorithm, a token bucket in O(1) memory, for
 -- limits too high for one ZSET entry per request. One key holds the theoretical arrival time
 -- (TAT) of the next request.
 --

@@ -1,4 +1,4 @@
--- q_claim.lua: at-least-once claim (DESIGN §7): the best ready job moves to processing with a
+-- q_claim.lua: at-least-once claim (docs/queues.md): the best ready job moves to processing with a
 -- lease deadline and a fresh token, and one attempt is counted — all in one step, so two
 -- workers never hold the same job and a worker killed after this step loses nothing (the
 -- lease lapses and the job comes back).

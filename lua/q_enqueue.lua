@@ -1,4 +1,4 @@
--- q_enqueue.lua: adds a job to ready, or to delayed when it is due later (DESIGN §7).
+-- q_enqueue.lua: adds a job to ready, or to delayed when it is due later (docs/queues.md).
 -- Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] job id                 ARGV[2] job JSON (stored as given, never decoded)

@@ -1,4 +1,4 @@
--- q_lib.lua: helpers of the queue scripts (DESIGN §7). The server prepends lib.lua and then
+-- q_lib.lua: helpers of the queue scripts (docs/queues.md). The server prepends lib.lua and then
 -- this file to every q_*.lua script, so each still runs as one EVALSHA.
 --
 -- Every queue script takes the same eight keys of one queue `q` (one hash tag, one slot):

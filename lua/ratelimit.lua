@@ -1,4 +1,4 @@
--- ratelimit.lua: the article's sliding-window log, one ZSET per subject (DESIGN §6).
+-- ratelimit.lua: the article's sliding-window log, one ZSET per subject.
 -- Prepended with lib.lua.
 --
 -- KEYS[1]  the subject's ZSET (rl:{<policy>:<subject>} or lb:{<board>}:rl:<player>)

@@ -1,4 +1,4 @@
--- rollover.lua: an admin starts a named season on a `never` board (DESIGN §3).
+-- rollover.lua: an admin starts a named season on a `never` board.
 -- Prepended with lib.lua.
 --
 -- KEYS[1]  lb:{<board>}:config

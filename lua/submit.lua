@@ -1,5 +1,5 @@
 -- submit.lua: a batch of score submissions to one board, each applied atomically, in one round
--- trip (DESIGN §3, §4, §8, §10 "group commit"). Prepended with lib.lua.
+-- trip (docs/architecture.md, "The path of a submission"). Prepended with lib.lua.
 -- A batch of one is the plain case; the server groups concurrent submissions to a board.
 --
 -- KEYS[1]  lb:{<board>}:config   (every other key is built from the same `lb:{<board>}:` prefix,
@@ -10,7 +10,7 @@
 --   player, submission id, points (integer, in decimal), op override ('' = the board's op;
 --   admin only), display name ('' = none), '1' to skip the board's submit_limit
 --   One argument, not 6 per submission: Redis parses one string instead of ~280 arguments, and
---   the audit entry stores it as it came (BENCHMARKS.md, round 6).
+--   the audit entry stores it as it came (BENCHMARKS.md, "What changed, and what each bought").
 --
 -- Order for each: ban check (lua/ban.lua: a banned player changes nothing, a retried id
 -- included) -> dedup (so a retried success is never rate limited) -> limiter check ->
@@ -32,8 +32,8 @@
 -- argument, ZINCRBY's reply), never with '%.14g'/'%.17g'; on `incr` boards without tie-break
 -- packing the score moves with ZINCRBY itself.
 --
--- Dedup (README "Redis keys"): one hash per player and board, `lb:{<board>}:dd:<player>`: field
--- <id> -> the first result (msgpack, led by its generation's parity), and '#' = the current
+-- Dedup (README, "Redis keys"): one hash per player and board, `lb:{<board>}:dd:<player>`:
+-- field <id> -> the first result (msgpack, led by its generation's parity), and '#' = the current
 -- generation's start (ms) × 1024 + its record count × 2 + its parity. A new generation starts
 -- when the current one is DEDUP_WINDOW_MS old or holds DEDUP_CAP records; starting one deletes
 -- the records of the generation before the previous one and re-arms the hash's expiry to
@@ -43,8 +43,8 @@
 -- A small hash is a listpack in Redis (up to 128 fields of up to 64 bytes, by default), where
 -- finding a field is a scan of every record: for a player whose generation goes past CONVERT_AT
 -- records, the hash gets field '!' = a 65-byte marker, which turns it into a hash table for
--- good (BENCHMARKS.md, round 6: ~13 % of the script's time for such players, ~2.3× their dedup
--- memory; players below it keep the compact listpack).
+-- good (~13 % of the script's time for such players, ~2.3× their dedup memory; players below
+-- it keep the compact listpack: BENCHMARKS.md, "What changed, and what each bought").
 --
 -- Returns two strings. The first is a msgpack array (cmsgpack) of the batch's season, then 7
 -- fields per submission, in order:
@@ -52,10 +52,10 @@
 --             (-1 = none), seq, reached_ms (-1 = none)
 --   refused:  error code, message, retry_after_ms, limit, reset_ms, 0, 0
 -- Packed, because a batch's ~7 × 48 fields as a Redis array cost Redis a reply item each and
--- the server a parsed value each (BENCHMARKS.md, round 6). The second is the change event as
--- published if ARGV[2] asks for it ('' = none, or not asked): the submitting instance sends its
--- submitters' `me` updates with their acks (server/src/hub/commit.rs). (server/src/store/batch.rs
--- reads both.)
+-- the server a parsed value each (BENCHMARKS.md, "What changed, and what each bought").
+-- The second is the change event as published if ARGV[2] asks for it ('' = none, or not
+-- asked): the submitting instance sends its submitters' `me` updates with their acks
+-- (server/src/hub/commit.rs). (server/src/store/batch.rs reads both.)
 --
 
 local DEDUP_WINDOW_MS = 600000

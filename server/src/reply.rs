@@ -37,7 +37,8 @@ pub fn text(v: &Value) -> Option<String> {
 /// Lua table. `None` if it is anything else, or does not end where the array does.
 ///
 /// A batch's ~7 × 48 fields as one string cost Redis one reply item instead of hundreds, and
-/// the server one tight loop instead of a parsed value each (BENCHMARKS.md, round 6).
+/// the server one tight loop instead of a parsed value each (BENCHMARKS.md, "What changed,
+/// and what each bought").
 pub fn unpack(mut bytes: &[u8]) -> Option<Vec<Value>> {
     use rmp::decode::{read_array_len, read_int, read_str_len};
     use rmp::Marker;

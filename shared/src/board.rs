@@ -221,7 +221,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_match_design() {
+    fn defaults_are_the_documented_ones() {
         let c: BoardConfig = serde_json::from_str("{}").unwrap();
         assert_eq!(c, BoardConfig::default());
         assert!(c.validate().is_ok());

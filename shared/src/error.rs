@@ -85,8 +85,9 @@ impl ErrorCode {
 mod tests {
     use super::*;
 
-    /// DESIGN §5's table, written out: each code's wire name and HTTP status. Serde, `as_str`,
-    /// `parse` and `http_status` must all agree with it, and `ALL` must list every code once.
+    /// The error table of docs/protocol.md, written out: each code's wire name and HTTP status.
+    /// Serde, `as_str`, `parse` and `http_status` must all agree with it, and `ALL` must list
+    /// every code once.
     const TABLE: [(&str, u16); 14] = [
         ("bad_request", 400),
         ("invalid_id", 400),

@@ -679,7 +679,7 @@ mod tests {
     }
 
     #[test]
-    fn server_messages_match_the_design_examples() {
+    fn server_messages_match_the_protocol_examples() {
         let ack = ServerMsg::Ack {
             id: "c-17".into(),
             board: "b".into(),

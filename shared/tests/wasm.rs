@@ -50,7 +50,7 @@ fn js(v: Value) -> JsValue {
     json_parse(&v.to_string())
 }
 
-/// `parseServerMsg` turns every DESIGN §4 example into the same plain object.
+/// `parseServerMsg` turns every example of docs/protocol.md into the same plain object.
 #[wasm_bindgen_test]
 fn parses_server_messages_into_plain_objects() {
     let frames = [
@@ -233,7 +233,7 @@ fn invalid_client_messages_throw_with_the_servers_code() {
     assert!(encode_client_msg(JsValue::UNDEFINED).is_err());
 }
 
-/// `isValidId` follows DESIGN §2: 1–64 chars of `[A-Za-z0-9_.-]`.
+/// `isValidId` follows docs/protocol.md, "Ids": 1–64 chars of `[A-Za-z0-9_.-]`.
 #[wasm_bindgen_test]
 fn validates_ids() {
     for ok in ["alice", "guest-ann", "A-z_0.9", &"a".repeat(64)] {

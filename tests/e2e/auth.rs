@@ -1,4 +1,4 @@
-//! Identity and access (DESIGN §2) from outside: tokens as a client holds them, over the
+//! Identity and access from outside: tokens as a client holds them, over the
 //! WebSocket, and the admin token endpoint.
 
 use std::time::Instant;

@@ -1,5 +1,5 @@
 //! Leaderboards through the HTTP API and the library: the article's examples, ties,
-//! precision, seasons, concurrency and bad input (issue 2).
+//! precision, seasons, concurrency and bad input.
 
 use std::time::Duration;
 
@@ -58,8 +58,8 @@ async fn leaderboard_orders_by_score_descending() {
     assert_eq!((nobody.status.as_u16(), nobody.code()), (404, "not_found"));
 }
 
-/// DESIGN §3: alice +120, bob +95, carol +150, bob +60 → bob 155, carol 150, alice 120;
-/// alice's rank is 3, her percentile 33.3.
+/// The article's example: alice +120, bob +95, carol +150, bob +60 → bob 155, carol 150,
+/// alice 120; alice's rank is 3, her percentile 33.3.
 #[tokio::test]
 async fn article_example_through_http() {
     let app = spawn_app().await;
@@ -119,7 +119,7 @@ async fn rate_limiter_rejects_after_limit() {
     assert!(limiter.try_acquire(&policy, "c-99").await.unwrap().allowed);
 }
 
-/// The window slides, checked against the definition (DESIGN §6: a request is allowed when
+/// The window slides, checked against the definition (a request is allowed when
 /// fewer than `limit` allowed requests lie in `(now − window, now]`) on requests 700 ms apart
 /// for 35 s of injected time, starting off any multiple of the window: a fixed-window limiter,
 /// whatever its alignment, lets a second burst through right after its boundary and fails.

@@ -1,4 +1,4 @@
-//! Redis Cluster (issue 13): Scorecast on a local 3-master cluster started by the harness
+//! Redis Cluster: Scorecast on a local 3-master cluster started by the harness
 //! (`scorecast_tests::cluster`). Boards and queues whose slots live on different masters, used
 //! through two instances; every script runs on the master owning its slot.
 

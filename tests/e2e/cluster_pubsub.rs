@@ -1,4 +1,4 @@
-//! Sharded pub/sub on Redis Cluster (issue 13, item 3): board events are `SPUBLISH`ed on the
+//! Sharded pub/sub on Redis Cluster: board events are `SPUBLISH`ed on the
 //! board's slot and each instance `SSUBSCRIBE`s on the master owning it, only for boards with a
 //! local viewer; a failover or a slot move ends those subscriptions, and the hub subscribes
 //! again where the slot now lives and resyncs the views.

@@ -1,4 +1,4 @@
-//! Issue 12, hardening: the holes an outside probe found, each against the real server and real
+//! Hardening: the holes an outside probe found, each against the real server and real
 //! redis-server processes. Every test here failed on the code before the fix.
 
 use std::time::{Duration, Instant};

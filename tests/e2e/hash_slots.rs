@@ -1,4 +1,4 @@
-//! DESIGN §8: every script's keys share one hash slot, checked on what Redis itself saw. The
+//! Every script's keys share one hash slot, checked on what Redis itself saw. The
 //! server runs against a one-node cluster (cluster mode, every slot on the node), which refuses
 //! a command or script whose *declared* keys span slots (CROSSSLOT). Keys a script builds
 //! inside Lua are not declared, so a `MONITOR` records every command — a script's own commands

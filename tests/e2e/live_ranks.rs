@@ -1,4 +1,4 @@
-//! Live ranks for every player (issue 11): `me` standings derived from the change events
+//! Live ranks for every player: `me` standings derived from the change events
 //! (`server/src/hub/derive.rs`) agree with Redis, and after the load stops every player's last
 //! `me` push equals the stored standing.
 

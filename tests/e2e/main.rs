@@ -15,7 +15,7 @@ mod submit_path;
 mod ws;
 mod ws_limits;
 
-// Promises proven from outside the code that keeps them (issue 8): tokens and origins, the
+// Promises proven from outside the code that keeps them: tokens and origins, the
 // real binary as a process, hash slots on a cluster node.
 mod auth;
 mod hash_slots;

@@ -1,4 +1,4 @@
-//! Moderation (issue 14, item 1): bans on one board and on every board, over HTTP and
+//! Moderation: bans on one board and on every board, over HTTP and
 //! WebSocket, a retried submission id of a banned player, expiry through Scorecast's own queue,
 //! the audit log paged by cursor, and deleting a board down to its last key.
 

@@ -1,4 +1,4 @@
-//! The operator's side (issue 14, item 3): every metric the Grafana dashboard in `docs/`
+//! The operator's side: every metric the Grafana dashboard in `docs/`
 //! queries is exposed by `/metrics` of a running server, and documented in README's table.
 
 use std::collections::BTreeSet;

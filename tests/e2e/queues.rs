@@ -1,4 +1,4 @@
-//! Queues (DESIGN §7, issue 5): the article's priority and delayed queues through the library
+//! Queues: the article's priority and delayed queues through the library
 //! and HTTP, leases and their loss, backoff, dead letters, the promoter and the reaper, and bad
 //! input. Every test has its own redis-server.
 

@@ -1,4 +1,4 @@
-//! Scorecast's own jobs (DESIGN §7, issue 5): season rollover at each calendar season's end,
+//! Scorecast's own jobs: season rollover at each calendar season's end,
 //! reward grants for the finished season's top players (once, even when a job runs twice),
 //! and notify messages through the `Notifier` hook. Time is injected (Clock::Manual).
 

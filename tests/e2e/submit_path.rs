@@ -1,6 +1,6 @@
-//! The submission path of issue 10: bounded dedup memory, the batched audit log read per
+//! The submission path: bounded dedup memory, the batched audit log read per
 //! submission, ZINCRBY at the edge of the exact range, and |points| bounded by
-//! `max_points_per_submit` (issue 12, item 3).
+//! `max_points_per_submit`.
 
 use futures_util::future::join_all;
 use reqwest::Method;

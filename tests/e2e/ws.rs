@@ -1,5 +1,5 @@
-//! WebSocket protocol v1 (DESIGN §4) with real tokio-tungstenite clients against the real server
-//! and real redis-server processes.
+//! WebSocket protocol v1 (docs/protocol.md) with real tokio-tungstenite clients against the real
+//! server and real redis-server processes.
 
 use std::time::{Duration, Instant};
 

@@ -266,8 +266,8 @@ impl TestApp {
     }
 }
 
-/// Another server instance on the same Redis as a [`TestApp`] (DESIGN §4: several instances may
-/// share one Redis).
+/// Another server instance on the same Redis as a [`TestApp`] (several instances may share one
+/// Redis).
 pub struct Instance {
     pub port: u16,
     pub state: AppState,

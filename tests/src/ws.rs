@@ -1,5 +1,5 @@
-//! A small WebSocket client for the end-to-end tests (tokio-tungstenite), written from DESIGN §4
-//! only, plus the hostile tokens the protocol must refuse.
+//! A small WebSocket client for the end-to-end tests (tokio-tungstenite), written from
+//! docs/protocol.md only, plus the hostile tokens the protocol must refuse.
 
 use std::time::Duration;
 

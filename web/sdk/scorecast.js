@@ -435,7 +435,7 @@ export class Scorecast {
     const p = this._pending.get(msg.id);
     if (!p) return;
     if (msg.code === "unavailable" && p.tries < UNAVAILABLE_RETRIES) {
-      // Redis is unreachable: retry later with the same id (the design's advice).
+      // Redis is unreachable: retry later with the same id (docs/protocol.md, "Who answers what").
       const delay = backoffMs(++p.tries + 2);
       this._after(delay, () => this._pending.has(msg.id) && this._ready && this._send(p.frame));
       return;

@@ -132,7 +132,7 @@ pub fn run_loadgen(ctx: &Ctx, tools: &Tools, args: &[String]) -> Result<()> {
     .context("the load generator failed")
 }
 
-/// `cargo xtask bench -- --views [ARGS]`: the live-ranks scenario of issue 11
+/// `cargo xtask bench -- --views [ARGS]`: the live-ranks scenario
 /// (`tests/src/bin/loadgen_views.rs`), built and run like the load generator.
 pub fn views(ctx: &Ctx, tools: &Tools, args: &[String]) -> Result<()> {
     run(&mut ctx.cargo([

@@ -5,7 +5,7 @@
 //! `time_ms`, `op` (the board's), `subs` (the submissions as the script got them) and `results`
 //! (their results as it returned them), both msgpack; each accepted submission is one event.
 //! Entries of earlier versions are read too: a `batch` field of `player id points op score
-//! rank` lines (round 3 to 5), or one event in the entry's own fields (before batching; the ban
+//! rank` lines, or one event in the entry's own fields (before batching; the ban
 //! scripts' entries are still of that kind). A page can end inside a batch, so a cursor is a
 //! stream id plus how many of that entry's submissions were already returned.
 

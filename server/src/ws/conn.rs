@@ -13,9 +13,9 @@
 //!   (actix's next write fails, it drops the connection, the buffers are freed). The session's
 //!   own 1008 close for the same client is best effort: it is not reading.
 //!
-//! Nothing else is kept, so a connection costs one descriptor. (The previous design kept a
-//! duplicate descriptor to shut the socket down after the 1008: two descriptors per connection,
-//! which made 10 000 WebSockets impossible under a 20 000 open-files limit.)
+//! Nothing else is kept, so a connection costs one descriptor (not a duplicate kept to shut the
+//! socket down after the 1008: two descriptors per connection would make 10 000 WebSockets
+//! impossible under a 20 000 open-files limit).
 //!
 //! The connection's data also holds the per-address admission slot ([`Conn::hold`]), so a
 //! client counts against the cap until its socket is gone, not only until its session ended.

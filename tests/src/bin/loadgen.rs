@@ -1,4 +1,4 @@
-//! `loadgen`: the WebSocket load generator behind `cargo xtask bench` (DESIGN §10, issue 10).
+//! `loadgen`: the WebSocket load generator behind `cargo xtask bench` (docs/development.md).
 //!
 //! One run, one process tree, on one machine:
 //!
@@ -697,7 +697,7 @@ async fn bench(a: Args) -> anyhow::Result<()> {
     }
     if a.peer.is_some() {
         let cpu = |r: &Round| r.server_cpu_us + r.redis_cpu_us;
-        println!("targets (issue 10 / DESIGN §10)");
+        println!("targets");
         println!(
             "  submissions/s ratio Scorecast / baseline      {:.3}   (≥ 2 where the load generator has its own cores)",
             med(Target::Scorecast, |r| r.rate) / med(Target::Peer, |r| r.rate)
@@ -822,7 +822,7 @@ const ALONE_BATCH: usize = 46;
 /// the bench's board (only those players: a listpack of 50) and then with 10 000 more players
 /// on it (a skiplist, as a live global board). Redis µs per submission (`EVALSHA` `usec`) and
 /// redis-server CPU per submission, without the server and the load generator taking turns on
-/// the same cores: issue 10's item 1 and one hot board's ceiling, measured apart from them.
+/// the same cores: the script's own cost and one hot board's ceiling, measured apart from them.
 async fn script_alone(a: &Args) -> anyhow::Result<()> {
     let (redis, dir, _store, mut conn) = phase_redis("alone").await?;
     let board = Id::parse(BOARD)?;
@@ -998,7 +998,7 @@ impl RedisBenchmark<'_> {
     }
 }
 
-/// Queues (issue 5): enqueue/s from `--queue-producers` concurrent producers, then claim+ack/s
+/// Queues: enqueue/s from `--queue-producers` concurrent producers, then claim+ack/s
 /// with as many workers, through the library on the shared connection; and `redis-benchmark`
 /// running the same enqueue and claim scripts on the same Redis.
 async fn queue_bench(

@@ -1,4 +1,4 @@
-//! `loadgen_views`: the live-ranks scenario of issue 11, run by `cargo xtask bench -- --views`.
+//! `loadgen_views`: the live-ranks scenario, run by `cargo xtask bench -- --views`.
 //!
 //! One process tree: its own `redis-server` (AOF off) and a Scorecast server as a child process
 //! (this binary with `--serve`). Two runs of `--seconds` each, on two fresh boards of the same

@@ -370,7 +370,7 @@ mod tests {
     }
 
     /// Every open WebSocket holds one session future (inside its Tokio task) for its whole life:
-    /// 1 512 bytes before issue 10 trimmed it, 1 136 after (debug build). A field or a
+    /// about 1 136 bytes (debug build). A field or a
     /// `select!` branch that adds to every idle connection should be boxed or made on first use.
     #[test]
     fn session_future_stays_small() {
