@@ -1,4 +1,4 @@
--- revoke.lua: revokes every token of a player issued before now (README "Tokens").
+-- revoke.lua: revokes every token of a player issued before now (docs/protocol.md, "Tokens").
 -- Prepended with lib.lua.
 --
 -- KEYS[1]  sc:{revoked}       ZSET   player -> revoked_at_ms

@@ -162,7 +162,7 @@ impl Default for QueueSettings {
     }
 }
 
-/// Redis beyond its URL (README, "Running on Redis Cluster").
+/// Redis beyond its URL (README, "Redis Cluster").
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RedisSettings {

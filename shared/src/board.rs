@@ -1,4 +1,4 @@
-//! A board's configuration (README, "Configuration"; `docs/protocol.md`, "Points and scores"): how points combine, how ties break, how ranks are
+//! A board's configuration (README, "Board configuration"; `docs/protocol.md`, "Points and scores"): how points combine, how ties break, how ranks are
 //! counted and when seasons turn over. The same type is read from the config file, from
 //! `PUT /admin/boards/{board}`, stored as JSON in `lb:{<board>}:config` (where the submission
 //! script reads it) and listed by `GET /v1/boards`.
