@@ -1,5 +1,5 @@
 //! Hardening: the holes an outside probe found, each against the real server and real
-//! redis-server processes. Every test here failed on the code before the fix.
+//! redis-server processes. Each test fails if its hole opens again.
 
 use std::time::{Duration, Instant};
 
@@ -300,7 +300,7 @@ async fn out_of_range_parameters_are_bad_requests_not_outages() {
         "/v1/boards/b/players/alice/around?radius=0",
     ];
     // Other tests in this binary may bump the process-wide counter at the same moment, so the
-    // measurement is retried; before the fix every attempt counted at least one error.
+    // measurement is retried; a bad parameter that reached Redis would count in every attempt.
     let mut deltas = Vec::new();
     for _ in 0..5 {
         let before = redis_errors(&app).await;
