@@ -10,6 +10,7 @@ mod notify_jobs;
 mod operator;
 mod packing;
 mod queues;
+mod refusals;
 mod seasons_jobs;
 mod submit_path;
 mod ws;
