@@ -523,3 +523,81 @@ async fn deleting_a_board_stops_its_jobs_and_recreating_it_starts_clean() {
         "only the new board schedules its next rollover"
     );
 }
+
+/// A `ban.lift` of a deleted board that runs after the deletion writes nothing; one that runs
+/// after the board was created again lifts nothing there (its `until_ms` is not the new ban's),
+/// and the new board's ban is lifted by its own job at its own time.
+#[tokio::test]
+async fn a_deleted_boards_ban_lift_leaves_the_new_board_alone() {
+    let app = manual_app().await;
+    let rec = Recorder::default();
+    let ban = |until: i64| json!({"board": "b", "reason": "test", "until_ms": until});
+    let scores = |player: &'static str| {
+        let app = &app;
+        async move {
+            app.admin(
+                Method::POST,
+                &format!("/admin/boards/b/players/{player}/score"),
+                json!({"points": 1}),
+            )
+            .await
+            .status
+            .as_u16()
+        }
+    };
+    let (first_until, second_until) = (T0 + 3_600_000, T0 + 7_200_000);
+
+    // A ban on a board that is then deleted: its lift runs on no board and writes nothing.
+    app.board("b", json!({})).await;
+    let r = app
+        .admin(Method::PUT, "/admin/bans/gone", ban(first_until))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let d = app
+        .call(Method::DELETE, "/admin/boards/b", None, true)
+        .await;
+    assert_eq!(d.status, 204);
+    app.clock.set(first_until);
+    let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    let mut c = app.redis_conn().await;
+    let keys: Vec<String> = c.keys("*{b}*").await.unwrap();
+    assert_eq!(keys, Vec::<String>::new(), "a stale lift wrote keys");
+
+    // Again, but the board comes back before the old lift is due, with a longer ban.
+    app.clock.set(T0);
+    app.board("b", json!({})).await;
+    let r = app
+        .admin(Method::PUT, "/admin/bans/eve", ban(first_until))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let d = app
+        .call(Method::DELETE, "/admin/boards/b", None, true)
+        .await;
+    assert_eq!(d.status, 204);
+    app.board("b", json!({})).await;
+    let r = app
+        .admin(Method::PUT, "/admin/bans/eve", ban(second_until))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(scores("eve").await, 403);
+
+    app.clock.set(first_until);
+    let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    assert_eq!(
+        scores("eve").await,
+        403,
+        "the old board's lift lifted the new ban"
+    );
+    assert!(jobs::run_next(&app.state, &rec).await.unwrap().is_none());
+
+    app.clock.set(second_until);
+    let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    assert_eq!(
+        scores("eve").await,
+        200,
+        "the new ban lifts at its own time"
+    );
+}
