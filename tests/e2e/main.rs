@@ -4,6 +4,7 @@ mod boards;
 mod cluster;
 mod cluster_pubsub;
 mod hardening;
+mod headers;
 mod live_ranks;
 mod moderation;
 mod notify_jobs;
