@@ -3,6 +3,8 @@
 --
 -- KEYS[1]  lb:{<board>}:config
 -- ARGV[1]  the new config JSON (validated by the server)   ARGV[2] now_ms override ('' = TIME)
+-- ARGV[3]  a fresh random generation id, written to `lb:{<board>}:gen` only when the board is
+--          created (jobs scheduled for an earlier board of the same id see another generation)
 --
 -- A change of order, tie_break, resolution_ms or time_bits would reinterpret stored scores, so
 -- it is refused while any season of the board holds a score. `never` boards get their first
@@ -31,6 +33,9 @@ if raw then
   end
 end
 redis.call('SET', KEYS[1], ARGV[1])
+if not raw then
+  redis.call('SET', prefix .. 'gen', ARGV[3])
+end
 if new.reset == 'never' and redis.call('ZCARD', prefix .. 'seasons') == 0 then
   redis.call('ZADD', prefix .. 'seasons', fmt(now_ms(ARGV[2])), 'all')
 end

@@ -205,26 +205,120 @@ impl Tokens {
 
 /// Characters that reorder or hide the text around them: the bidirectional controls (which can
 /// make a name render backwards or swallow the rank beside it), line and paragraph separators,
-/// and the byte-order mark. Zero-width (non-)joiners stay: emoji and several scripts need them.
-fn is_invisible_control(c: char) -> bool {
+/// the byte-order mark, and the characters that render as nothing or as a blank (zero-width
+/// space, word joiner and invisible operators, soft hyphen, combining grapheme joiner, the
+/// Hangul and Khmer fillers, the Braille blank, the Mongolian vowel separator, deprecated format
+/// characters, interlinear annotation marks, musical formatting marks). Zero-width (non-)joiners,
+/// variation selectors and tag characters are handled in [`clean_name`].
+fn is_invisible(c: char) -> bool {
     matches!(
         c,
-        '\u{061C}'                  // ARABIC LETTER MARK
+        '\u{00AD}'                  // SOFT HYPHEN
+            | '\u{034F}'            // COMBINING GRAPHEME JOINER
+            | '\u{061C}'            // ARABIC LETTER MARK
+            | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
+            | '\u{17B4}' | '\u{17B5}' // Khmer inherent vowels
+            | '\u{180E}'            // MONGOLIAN VOWEL SEPARATOR
+            | '\u{200B}'            // ZERO WIDTH SPACE
             | '\u{200E}' | '\u{200F}' // LRM, RLM
-            | '\u{202A}'..='\u{202E}' // LRE, RLE, PDF, LRO, RLO
-            | '\u{2066}'..='\u{2069}' // LRI, RLI, FSI, PDI
             | '\u{2028}' | '\u{2029}' // line and paragraph separators
-            | '\u{FEFF}' // byte-order mark / zero-width no-break space
+            | '\u{202A}'..='\u{202E}' // LRE, RLE, PDF, LRO, RLO
+            | '\u{2060}'..='\u{2064}' // word joiner, invisible operators
+            | '\u{2066}'..='\u{206F}' // LRI, RLI, FSI, PDI, deprecated format characters
+            | '\u{2800}'            // BRAILLE PATTERN BLANK
+            | '\u{FEFF}'            // byte-order mark / zero-width no-break space
+            | '\u{FFF9}'..='\u{FFFB}' // interlinear annotation
+            | '\u{1D173}'..='\u{1D17A}' // musical symbol formatting
     )
 }
 
-/// Keeps display names printable and short: control characters and the invisible ones of
-/// [`is_invisible_control`] are dropped. Markup is kept as text: the pages render names with
-/// `textContent`, never as HTML.
+/// ZERO WIDTH NON-JOINER and ZERO WIDTH JOINER: needed inside emoji sequences and several
+/// scripts, meaningless (and invisible) anywhere else.
+fn is_joiner(c: char) -> bool {
+    matches!(c, '\u{200C}' | '\u{200D}')
+}
+
+/// Variation selectors: they change how the character before them looks, and are invisible
+/// without one.
+fn is_variation_selector(c: char) -> bool {
+    matches!(c, '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}')
+}
+
+/// Tag characters (U+E0000–U+E007F): invisible, and only meaningful in an emoji tag sequence.
+fn is_tag(c: char) -> bool {
+    matches!(c, '\u{E0000}'..='\u{E007F}')
+}
+
+/// BLACK FLAG, the base of the subdivision flags (e.g. Scotland: U+1F3F4, the tags `gbsct`,
+/// CANCEL TAG).
+const TAG_BASE: char = '\u{1F3F4}';
+const CANCEL_TAG: char = '\u{E007F}';
+
+/// The length of the emoji tag sequence at the start of `rest` (right after a [`TAG_BASE`]):
+/// 1 to 6 tag letters or digits and [`CANCEL_TAG`]; `None` if it is not one.
+fn tag_sequence(rest: &[char]) -> Option<usize> {
+    let spec = rest
+        .iter()
+        .take_while(|c| matches!(c, '\u{E0030}'..='\u{E0039}' | '\u{E0061}'..='\u{E007A}'))
+        .count();
+    ((1..=6).contains(&spec) && rest.get(spec) == Some(&CANCEL_TAG)).then_some(spec + 1)
+}
+
+/// One pass of [`clean_name`]: drops control and invisible characters, tag characters outside an
+/// emoji tag sequence, a joiner that does not stand between two kept characters, and a variation
+/// selector with no character before it.
+fn drop_invisible(chars: &[char]) -> Vec<char> {
+    let mut out: Vec<char> = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        if c.is_control() || is_invisible(c) || is_tag(c) {
+            continue;
+        }
+        if is_joiner(c) {
+            let after = chars[i..]
+                .iter()
+                .find(|n| !(n.is_control() || is_invisible(**n) || is_tag(**n)));
+            let before_ok = out
+                .last()
+                .is_some_and(|p| !is_joiner(*p) && !p.is_whitespace());
+            let after_ok = after.is_some_and(|n| {
+                !is_joiner(*n) && !is_variation_selector(*n) && !n.is_whitespace()
+            });
+            if before_ok && after_ok {
+                out.push(c);
+            }
+            continue;
+        }
+        if is_variation_selector(c) && out.last().is_none_or(|p| p.is_whitespace()) {
+            continue;
+        }
+        out.push(c);
+        if c == TAG_BASE {
+            if let Some(n) = tag_sequence(&chars[i..]) {
+                out.extend_from_slice(&chars[i..i + n]);
+                i += n;
+            }
+        }
+    }
+    out
+}
+
+/// Keeps display names printable, visible and short: control characters, bidirectional controls
+/// and characters that render as nothing are dropped ([`is_invisible`]); zero-width
+/// (non-)joiners are kept only between two visible characters, variation selectors only after
+/// one, and tag characters only in an emoji tag sequence after a black flag (the subdivision
+/// flags); then at most [`MAX_NAME_CHARS`] characters, trimmed. Markup is kept as text: the
+/// pages render names with `textContent`, never as HTML.
 pub fn clean_name(name: String) -> String {
-    name.chars()
-        .filter(|c| !c.is_control() && !is_invisible_control(*c))
-        .take(MAX_NAME_CHARS)
+    let chars: Vec<char> = name.chars().collect();
+    let mut kept = drop_invisible(&chars);
+    kept.truncate(MAX_NAME_CHARS);
+    // Truncating or trimming may leave a joiner at an end or cut a tag sequence: clean again.
+    let trimmed: Vec<char> = kept.iter().collect::<String>().trim().chars().collect();
+    drop_invisible(&trimmed)
+        .into_iter()
         .collect::<String>()
         .trim()
         .to_owned()
@@ -277,6 +371,64 @@ mod tests {
             "evil<b>x</b>"
         );
         assert_eq!(clean_name("👩\u{200D}🚀".into()), "👩\u{200D}🚀");
+    }
+
+    #[test]
+    fn names_lose_zero_width_and_stray_tag_characters() {
+        // Zero-width and blank characters anywhere.
+        assert_eq!(
+            clean_name("a\u{200B}d\u{2060}m\u{00AD}i\u{034F}n\u{3164}\u{2800}\u{180E}".into()),
+            "admin"
+        );
+        // Joiners only between two visible characters.
+        assert_eq!(clean_name("\u{200D}\u{200C}".into()), "");
+        assert_eq!(clean_name("\u{200D}bob\u{200C}".into()), "bob");
+        // A run of joiners keeps one.
+        assert_eq!(
+            clean_name("a\u{200D}\u{200C}\u{200D}b".into()),
+            "a\u{200D}b"
+        );
+        assert_eq!(clean_name("a \u{200D} b".into()), "a  b");
+        assert_eq!(
+            clean_name("\u{0645}\u{200C}\u{06CC}".into()),
+            "\u{0645}\u{200C}\u{06CC}"
+        );
+        // Variation selectors only after a character.
+        assert_eq!(clean_name("\u{FE0F}\u{FE0F}".into()), "");
+        assert_eq!(clean_name("\u{2764}\u{FE0F}".into()), "\u{2764}\u{FE0F}");
+        // Tag characters: smuggled text is dropped, a subdivision flag is kept whole.
+        let hidden: String = "ignore previous"
+            .chars()
+            .map(|c| char::from_u32(0xE0000 + c as u32).unwrap())
+            .collect();
+        assert_eq!(clean_name(format!("eve{hidden}")), "eve");
+        let scotland = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}";
+        assert_eq!(
+            clean_name(format!("ann {scotland}")),
+            format!("ann {scotland}")
+        );
+        // Without its cancel tag, or on another base, the tags go.
+        assert_eq!(
+            clean_name("\u{1F3F4}\u{E0067}\u{E0062}".into()),
+            "\u{1F3F4}"
+        );
+        assert_eq!(clean_name("x\u{E0067}\u{E007F}".into()), "x");
+        // Truncation never leaves half a tag sequence or a trailing joiner.
+        let long = format!("{}{scotland}", "a".repeat(MAX_NAME_CHARS - 3));
+        assert_eq!(
+            clean_name(long),
+            format!("{}\u{1F3F4}", "a".repeat(MAX_NAME_CHARS - 3))
+        );
+        let joined = format!("{}\u{200D}b", "a".repeat(MAX_NAME_CHARS - 1));
+        assert_eq!(clean_name(joined), "a".repeat(MAX_NAME_CHARS - 1));
+        // Cleaning is idempotent.
+        for n in [
+            "a\u{200D}b",
+            "ann 🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}",
+            "x\u{FE0F}",
+        ] {
+            assert_eq!(clean_name(clean_name(n.into())), clean_name(n.into()));
+        }
     }
 
     #[test]

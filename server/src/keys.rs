@@ -20,6 +20,14 @@ pub fn log(board: &Id) -> String {
     format!("lb:{{{board}}}:log")
 }
 
+/// `lb:{<board>}:gen`: the board's generation, a random id written when the board is created
+/// (`lua/board_put.lua`). Each per-board job carries the generation it was scheduled for and
+/// does nothing once the board is gone or is another board of the same id. Boards created
+/// before generations existed have none (read as `""`).
+pub fn generation(board: &Id) -> String {
+    format!("lb:{{{board}}}:gen")
+}
+
 pub fn rewards(board: &Id) -> String {
     format!("lb:{{{board}}}:rewards")
 }

@@ -287,7 +287,7 @@ pub fn render() -> String {
     LazyLock::force(&COALESCED);
     LazyLock::force(&DEFERRED);
     LazyLock::force(&WITH_ACK);
-    for code in ["1000", "1001", "1002", "1008", "1009"] {
+    for code in ["1000", "1001", "1002", "1007", "1008", "1009"] {
         WS_CLOSES.with_label_values(&[code]);
     }
     for reason in ["queue_full", "stalled"] {

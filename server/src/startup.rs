@@ -139,6 +139,7 @@ impl Application {
                     async move {
                         let mut res = fut.await?;
                         crate::http::cors_v1(&mut res);
+                        crate::http::security_headers(&mut res);
                         Ok(res)
                     }
                 })

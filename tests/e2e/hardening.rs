@@ -47,7 +47,7 @@ fn sign(claims: Value) -> String {
 }
 
 /// `scorecast_redis_errors_total` as `/metrics` shows it.
-async fn redis_errors(app: &TestApp) -> u64 {
+pub(crate) async fn redis_errors(app: &TestApp) -> u64 {
     let text = app
         .http
         .get(app.url("/metrics"))

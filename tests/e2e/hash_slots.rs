@@ -46,11 +46,12 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     };
 
     // Boards: board_put, submit (HTTP and WebSocket), read, ratelimit (public reads), remove,
-    // rollover, season_event; gcra through the limiter.
+    // rollover, season_event; gcra through the limiter; reward_grant by the job workers after
+    // the rollover of `b`.
     for (b, cfg) in [
         (
             "b",
-            json!({"submit_limit": {"limit": 100, "window_ms": 1000}}),
+            json!({"submit_limit": {"limit": 100, "window_ms": 1000}, "rewards_top": 1}),
         ),
         ("e", json!({"tie_break": "earliest", "ranking": "shared"})),
         ("d", json!({"reset": "daily", "rewards_top": 2})),

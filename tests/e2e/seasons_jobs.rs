@@ -84,9 +84,20 @@ async fn season_rollover_end_to_end() {
         .await
         .unwrap()
         .expect("the rollover is due");
+    let generation = app
+        .state
+        .store
+        .board_generation(&id("arena"))
+        .await
+        .unwrap();
+    assert_eq!(generation.len(), 16, "a created board has a generation");
     assert_eq!(
-        (job.kind.as_str(), job.id.as_str(), ok),
-        ("season.rollover", "rollover.arena.2025-03-10", true)
+        (job.kind.as_str(), job.id.to_string(), ok),
+        (
+            "season.rollover",
+            format!("rollover.arena.2025-03-10.{generation}"),
+            true
+        )
     );
 
     // The new season is active; the old one is readable.
@@ -152,6 +163,7 @@ async fn season_rollover_end_to_end() {
         board: "arena".into(),
         season: "2025-03-10".into(),
         end_ms: DAY_END,
+        generation: generation.clone(),
     };
     jobs::handle(&app.state, &rec, &job_of("season.rollover", &again))
         .await
@@ -172,7 +184,7 @@ async fn season_rollover_end_to_end() {
     );
     app.clock.set(NEXT_END);
     let (job, _) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
-    assert_eq!(job.id, "rollover.arena.2025-03-11");
+    assert_eq!(job.id, format!("rollover.arena.2025-03-11.{generation}"));
     // Only alice scored that season: one reward.
     let (job, _) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
     assert_eq!(job.payload_as::<RewardPayload>().unwrap().player, "alice");
@@ -207,7 +219,16 @@ async fn rollovers_are_scheduled_at_start_up_for_calendar_boards() {
     app.clock.set(T0 + 7 * 86_400_000 - 12 * 3_600_000);
     let rec = Recorder::default();
     let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
-    assert_eq!((job.id.as_str(), ok), ("rollover.weekly.2025-W11", true));
+    let generation = app
+        .state
+        .store
+        .board_generation(&id("weekly"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (job.id.to_string(), ok),
+        (format!("rollover.weekly.2025-W11.{generation}"), true)
+    );
     let counts = q.counts().await.unwrap();
     assert_eq!(
         (counts.ready, counts.delayed),
@@ -230,6 +251,7 @@ async fn the_job_workers_run_in_the_background() {
         player: "zoe".into(),
         rank: 1,
         score: 9,
+        generation: app.state.store.board_generation(&id("b")).await.unwrap(),
     };
     q.enqueue(scorecast_server::queue::NewJob::new(&id("reward.grant"), &reward).unwrap())
         .await
@@ -364,4 +386,218 @@ async fn manual_rollover_rewards_the_finished_season() {
         .unwrap();
     while jobs::run_next(&app.state, &rec).await.unwrap().is_some() {}
     assert_eq!(rewards(&app, "cup").await.len(), 2);
+}
+
+/// The ids of the rewards of `board`, sorted, with each record's score.
+async fn granted(app: &TestApp, board: &str) -> Vec<(String, i64)> {
+    let mut out: Vec<(String, i64)> = rewards(app, board)
+        .await
+        .into_iter()
+        .map(|(k, v)| (k, v["score"].as_i64().unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Deleting a board stops its jobs, and a board created again with the same id starts clean:
+/// a `reward.grant` of the deleted board that runs after the deletion writes no key (not even
+/// its rewards hash), one that runs after the re-creation grants nothing, and the new board's
+/// winners get their own rewards (with their own scores) and notifications; the old board's
+/// `season.rollover` neither hands out rewards nor schedules another rollover, while the new
+/// board gets its own rollover for the same season (not blocked by the old job's id).
+#[tokio::test]
+async fn deleting_a_board_stops_its_jobs_and_recreating_it_starts_clean() {
+    let app = manual_app().await;
+    let q = jobs::queue(&app.state);
+    let rec = Recorder::default();
+    let cup = json!({"rewards_top": 2});
+
+    // A `never` board's season ends by hand: its reward jobs are queued, not yet run.
+    app.board("cup", cup.clone()).await;
+    app.score("cup", "ann", 30).await;
+    app.score("cup", "ben", 20).await;
+    let r = app
+        .admin(
+            Method::POST,
+            "/admin/boards/cup/rollover",
+            json!({"season": "cup-2"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!((job.kind.as_str(), ok), ("season.rollover", true));
+    assert_eq!(q.counts().await.unwrap().ready, 2, "two reward jobs queued");
+
+    // The board is deleted; one stale reward job runs: nothing of the board comes back.
+    let d = app
+        .call(Method::DELETE, "/admin/boards/cup", None, true)
+        .await;
+    assert_eq!(d.status, 204, "{:?}", d.body);
+    let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!((job.kind.as_str(), ok), ("reward.grant", true));
+    let mut c = app.redis_conn().await;
+    let keys: Vec<String> = c.keys("*{cup}*").await.unwrap();
+    assert_eq!(keys, Vec::<String>::new(), "a stale grant wrote keys");
+
+    // Created again: new winners, the same season name `all`.
+    app.board("cup", cup).await;
+    app.score("cup", "ben", 99).await;
+    app.score("cup", "cat", 50).await;
+    let r = app
+        .admin(
+            Method::POST,
+            "/admin/boards/cup/rollover",
+            json!({"season": "cup-2"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    // The other stale reward (ben, 20) and the new board's jobs all run.
+    let mut runs = 0;
+    while let Some((job, ok)) = jobs::run_next(&app.state, &rec).await.unwrap() {
+        assert!(ok, "{job:?}");
+        runs += 1;
+        assert!(runs < 50, "jobs keep coming");
+    }
+    assert_eq!(
+        granted(&app, "cup").await,
+        vec![("all:ben".to_owned(), 99), ("all:cat".to_owned(), 50)],
+        "the new board's winners, with their new scores, and nothing of the old board"
+    );
+    let mut notified: Vec<(String, i64)> = rec
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(p, _, payload)| (p.clone(), payload["score"].as_i64().unwrap()))
+        .collect();
+    notified.sort();
+    assert_eq!(
+        notified,
+        vec![("ben".to_owned(), 99), ("cat".to_owned(), 50)],
+        "one notification per real grant"
+    );
+
+    // A calendar board: its rollover is scheduled; deleted and created again in the same season.
+    app.board("day", json!({"reset": "daily", "rewards_top": 1}))
+        .await;
+    app.score("day", "old", 500).await;
+    let d = app
+        .call(Method::DELETE, "/admin/boards/day", None, true)
+        .await;
+    assert_eq!(d.status, 204, "{:?}", d.body);
+    app.board("day", json!({"reset": "daily", "rewards_top": 1}))
+        .await;
+    app.score("day", "new", 5).await;
+    assert_eq!(
+        q.counts().await.unwrap().delayed,
+        2,
+        "the new board's rollover is scheduled beside the old board's"
+    );
+    app.clock.set(DAY_END);
+    let mut kinds = Vec::new();
+    while let Some((job, ok)) = jobs::run_next(&app.state, &rec).await.unwrap() {
+        assert!(ok, "{job:?}");
+        kinds.push(job.kind);
+        assert!(kinds.len() < 50, "jobs keep coming");
+    }
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            "notify",
+            "reward.grant",
+            "season.rollover",
+            "season.rollover"
+        ],
+        "the old rollover ran and did nothing; the new one rewarded its one winner"
+    );
+    assert_eq!(
+        granted(&app, "day").await,
+        vec![("2025-03-10:new".to_owned(), 5)]
+    );
+    let generation = app.state.store.board_generation(&id("day")).await.unwrap();
+    let delayed: Vec<String> = c.zrange("q:{scorecast}:delayed", 0, -1).await.unwrap();
+    assert_eq!(
+        delayed,
+        vec![format!("rollover.day.2025-03-11.{generation}")],
+        "only the new board schedules its next rollover"
+    );
+}
+
+/// A `ban.lift` of a deleted board that runs after the deletion writes nothing; one that runs
+/// after the board was created again lifts nothing there (its `until_ms` is not the new ban's),
+/// and the new board's ban is lifted by its own job at its own time.
+#[tokio::test]
+async fn a_deleted_boards_ban_lift_leaves_the_new_board_alone() {
+    let app = manual_app().await;
+    let rec = Recorder::default();
+    let ban = |until: i64| json!({"board": "b", "reason": "test", "until_ms": until});
+    let scores = |player: &'static str| {
+        let app = &app;
+        async move {
+            app.admin(
+                Method::POST,
+                &format!("/admin/boards/b/players/{player}/score"),
+                json!({"points": 1}),
+            )
+            .await
+            .status
+            .as_u16()
+        }
+    };
+    let (first_until, second_until) = (T0 + 3_600_000, T0 + 7_200_000);
+
+    // A ban on a board that is then deleted: its lift runs on no board and writes nothing.
+    app.board("b", json!({})).await;
+    let r = app
+        .admin(Method::PUT, "/admin/bans/gone", ban(first_until))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let d = app
+        .call(Method::DELETE, "/admin/boards/b", None, true)
+        .await;
+    assert_eq!(d.status, 204);
+    app.clock.set(first_until);
+    let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    let mut c = app.redis_conn().await;
+    let keys: Vec<String> = c.keys("*{b}*").await.unwrap();
+    assert_eq!(keys, Vec::<String>::new(), "a stale lift wrote keys");
+
+    // Again, but the board comes back before the old lift is due, with a longer ban.
+    app.clock.set(T0);
+    app.board("b", json!({})).await;
+    let r = app
+        .admin(Method::PUT, "/admin/bans/eve", ban(first_until))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let d = app
+        .call(Method::DELETE, "/admin/boards/b", None, true)
+        .await;
+    assert_eq!(d.status, 204);
+    app.board("b", json!({})).await;
+    let r = app
+        .admin(Method::PUT, "/admin/bans/eve", ban(second_until))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(scores("eve").await, 403);
+
+    app.clock.set(first_until);
+    let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    assert_eq!(
+        scores("eve").await,
+        403,
+        "the old board's lift lifted the new ban"
+    );
+    assert!(jobs::run_next(&app.state, &rec).await.unwrap().is_none());
+
+    app.clock.set(second_until);
+    let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    assert_eq!(
+        scores("eve").await,
+        200,
+        "the new ban lifts at its own time"
+    );
 }

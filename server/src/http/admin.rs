@@ -45,6 +45,7 @@ pub async fn put_board(
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ScoreBody {
     /// Integer points, |points| ≤ 2^53 − 1.
     #[schema(value_type = i64)]

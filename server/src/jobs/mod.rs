@@ -19,18 +19,23 @@
 //!
 //! Every job here is idempotent: ids are derived from what the job is about, so scheduling the
 //! same thing twice is a `conflict` that is taken as "already there".
+//!
+//! A board's jobs belong to one generation of it (`keys::generation`, written when the board is
+//! created): `season.rollover` and `reward.grant` carry it in their payload and in their id, and
+//! do nothing once the board was deleted or created again, so a board re-created with the same
+//! id starts clean and its jobs never collide with the old board's. `ban.lift` needs no
+//! generation: it lifts only a ban with its own `until_ms`, which is the same lift for any board
+//! of that id.
 
 mod calendar;
 mod notifier;
 mod worker;
 
-use redis::AsyncCommands;
 use scorecast_shared::{BoardConfig, ErrorCode, Id, Reset};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{AppError, AppResult};
-use crate::keys;
 use crate::queue::{Job, NewJob, Queue};
 use crate::state::AppState;
 use crate::store::{Ban, Layer, Lift, Read};
@@ -54,6 +59,9 @@ pub struct RolloverPayload {
     /// The season that ends.
     pub season: String,
     pub end_ms: i64,
+    /// The board generation it was scheduled for (`""`: a board from before generations).
+    #[serde(default)]
+    pub generation: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +71,9 @@ pub struct RewardPayload {
     pub player: String,
     pub rank: u64,
     pub score: i64,
+    /// The board generation of the season (`""`: a board from before generations).
+    #[serde(default)]
+    pub generation: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,6 +118,15 @@ pub fn queue(st: &AppState) -> Queue {
     st.queues.get(&Id::parse(QUEUE).unwrap())
 }
 
+/// The id of a per-board job: `parts`, then the board generation unless it is `""`.
+fn board_job_id(prefix: &str, parts: &[&str], generation: &str) -> Id {
+    let mut parts = parts.to_vec();
+    if !generation.is_empty() {
+        parts.push(generation);
+    }
+    job_id(prefix, &parts)
+}
+
 /// Enqueues unless a job with the same id is present; true if it was enqueued.
 async fn enqueue_once(q: &Queue, job: NewJob) -> AppResult<bool> {
     match q.enqueue(job).await {
@@ -116,22 +136,25 @@ async fn enqueue_once(q: &Queue, job: NewJob) -> AppResult<bool> {
     }
 }
 
-/// Schedules the rollover job of the season of `board` containing `at_ms`, to run at its end.
-/// Returns the job id if it was scheduled now, `None` if it already was (or `never` board).
+/// Schedules the rollover job of the season of `board` (generation `generation`) containing
+/// `at_ms`, to run at its end. Returns the job id if it was scheduled now, `None` if it already
+/// was (or `never` board).
 pub async fn schedule_rollover(
     st: &AppState,
     board: &Id,
     cfg: &BoardConfig,
+    generation: &str,
     at_ms: i64,
 ) -> AppResult<Option<Id>> {
     let Some((season, _, end_ms)) = calendar_season(cfg.reset, at_ms) else {
         return Ok(None);
     };
-    let id = job_id("rollover", &[board.as_str(), &season]);
+    let id = board_job_id("rollover", &[board.as_str(), &season], generation);
     let payload = RolloverPayload {
         board: board.to_string(),
         season,
         end_ms,
+        generation: generation.to_owned(),
     };
     // Urgent: rewards and the next rollover wait on it.
     let job = NewJob::new(&kind(KIND_ROLLOVER), &payload)?
@@ -144,13 +167,19 @@ pub async fn schedule_rollover(
 /// A season of a `never` board was ended by an admin (`POST /admin/boards/{b}/rollover`): its
 /// after-season work (rewards) runs as a rollover job now, like a calendar season's.
 pub async fn season_ended(st: &AppState, board: &Id, season: &str, end_ms: i64) -> AppResult<()> {
+    let generation = st.store.board_generation(board).await?;
     let payload = RolloverPayload {
         board: board.to_string(),
         season: season.to_owned(),
         end_ms,
+        generation: generation.clone(),
     };
     let job = NewJob::new(&kind(KIND_ROLLOVER), &payload)?
-        .id(job_id("rollover", &[board.as_str(), season]))
+        .id(board_job_id(
+            "rollover",
+            &[board.as_str(), season],
+            &generation,
+        ))
         .priority(0);
     enqueue_once(&queue(st), job).await.map(|_| ())
 }
@@ -160,7 +189,19 @@ pub async fn schedule_rollovers(st: &AppState) -> AppResult<usize> {
     let now = st.queues.clock().now_ms();
     let mut n = 0;
     for (board, cfg) in st.store.boards().await? {
-        if schedule_rollover(st, &board, &cfg, now).await?.is_some() {
+        if cfg.reset == Reset::Never {
+            continue;
+        }
+        let generation = match st.store.board_generation(&board).await {
+            Ok(g) => g,
+            // Deleted meanwhile.
+            Err(e) if e.code == ErrorCode::UnknownBoard => continue,
+            Err(e) => return Err(e),
+        };
+        if schedule_rollover(st, &board, &cfg, &generation, now)
+            .await?
+            .is_some()
+        {
             n += 1;
         }
     }
@@ -170,8 +211,15 @@ pub async fn schedule_rollovers(st: &AppState) -> AppResult<usize> {
 /// Hook after a board was created or changed: schedules its rollover if it has calendar
 /// seasons. Never fails the caller; a failure is logged (start-up scheduling catches up).
 pub async fn board_changed(st: &AppState, board: &Id, cfg: &BoardConfig) {
+    if cfg.reset == Reset::Never {
+        return;
+    }
     let now = st.queues.clock().now_ms();
-    if let Err(e) = schedule_rollover(st, board, cfg, now).await {
+    let scheduled = match st.store.board_generation(board).await {
+        Ok(generation) => schedule_rollover(st, board, cfg, &generation, now).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = scheduled {
         tracing::warn!(%board, error = %e, "could not schedule the season rollover");
     }
 }
@@ -253,13 +301,29 @@ pub async fn handle(st: &AppState, notifier: &dyn Notifier, job: &Job) -> anyhow
     }
 }
 
+/// The board's configuration if it still is generation `generation`; `None` when it is gone or
+/// was created again (a job for it then does nothing and schedules nothing).
+async fn same_board(st: &AppState, board: &Id, generation: &str) -> AppResult<Option<BoardConfig>> {
+    let current = match st.store.board_generation(board).await {
+        Ok(g) => g,
+        Err(e) if e.code == ErrorCode::UnknownBoard => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if current != generation {
+        tracing::info!(%board, generation, current, "job of an earlier board of this id: nothing to do");
+        return Ok(None);
+    }
+    match st.store.board(board).await {
+        Ok(cfg) => Ok(Some(cfg)),
+        Err(e) if e.code == ErrorCode::UnknownBoard => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 async fn rollover(st: &AppState, p: RolloverPayload) -> anyhow::Result<()> {
     let board = Id::parse(&p.board)?;
-    let cfg = match st.store.board(&board).await {
-        Ok(cfg) => cfg,
-        // The board is gone: nothing to do, and nothing to schedule.
-        Err(e) if e.code == ErrorCode::UnknownBoard => return Ok(()),
-        Err(e) => return Err(app(e)),
+    let Some(cfg) = same_board(st, &board, &p.generation).await.map_err(app)? else {
+        return Ok(());
     };
     if cfg.reset != Reset::Never {
         // Calendar seasons change by the clock, with no submission to say so: tell the views.
@@ -286,8 +350,9 @@ async fn rollover(st: &AppState, p: RolloverPayload) -> anyhow::Result<()> {
                 player: e.player.clone(),
                 rank: e.rank,
                 score: e.score,
+                generation: p.generation.clone(),
             };
-            let id = job_id("reward", &[&p.board, &p.season, &e.player]);
+            let id = board_job_id("reward", &[&p.board, &p.season, &e.player], &p.generation);
             let job = NewJob::new(&kind(KIND_REWARD), &reward)
                 .map_err(app)?
                 .id(id)
@@ -297,7 +362,7 @@ async fn rollover(st: &AppState, p: RolloverPayload) -> anyhow::Result<()> {
     }
     // The next season starts where this one ended; a job that runs very late schedules the
     // following rollovers at once, so the chain catches up season by season.
-    schedule_rollover(st, &board, &cfg, p.end_ms)
+    schedule_rollover(st, &board, &cfg, &p.generation, p.end_ms)
         .await
         .map_err(app)?;
     Ok(())
@@ -313,17 +378,25 @@ async fn reward(st: &AppState, p: RewardPayload) -> anyhow::Result<()> {
         "score": p.score,
         "granted_at_ms": st.queues.clock().now_ms(),
     });
-    let mut c = st.store.conn();
-    // HSETNX is the grant: one atomic command, so a job that runs twice grants once.
-    let granted: bool = c
-        .hset_nx(
-            keys::rewards(&board),
-            format!("{}:{}", p.season, p.player),
-            record.to_string(),
+    // One script: the board generation check and the HSETNX (a job that runs twice grants
+    // once; a job of a deleted or re-created board writes nothing).
+    let granted = st
+        .store
+        .grant_reward(
+            &board,
+            &p.generation,
+            &format!("{}:{}", p.season, p.player),
+            &record.to_string(),
         )
-        .await?;
-    if !granted {
-        return Ok(());
+        .await
+        .map_err(app)?;
+    match granted {
+        Some(true) => {}
+        Some(false) => return Ok(()),
+        None => {
+            tracing::info!(%board, generation = %p.generation, player = %p.player, "reward of an earlier board of this id: not granted");
+            return Ok(());
+        }
     }
     // A crash right here loses the message (the grant stands, visible in lb:{b}:rewards).
     let notify = NotifyPayload {
@@ -331,7 +404,11 @@ async fn reward(st: &AppState, p: RewardPayload) -> anyhow::Result<()> {
         kind: NOTIFY_REWARD.into(),
         payload: record,
     };
-    let id = job_id("notify.reward", &[&p.board, &p.season, &p.player]);
+    let id = board_job_id(
+        "notify.reward",
+        &[&p.board, &p.season, &p.player],
+        &p.generation,
+    );
     let job = NewJob::new(&kind(KIND_NOTIFY), &notify)
         .map_err(app)?
         .id(id)

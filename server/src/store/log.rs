@@ -38,14 +38,24 @@ pub struct LogCursor {
 }
 
 impl LogCursor {
+    /// Checks the whole format before any Redis call, so a bad cursor is a `bad_request` and
+    /// never a Redis error: `<ms>-<seq>` are decimal digits only (no sign, no spaces) within
+    /// `u64`, and not `0-0`: no stream entry precedes it (Redis never issues that id), and Redis
+    /// refuses it as the exclusive end of `XREVRANGE`.
     pub fn parse(s: &str) -> Option<LogCursor> {
+        let number = |t: &str| {
+            (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| t.parse::<u64>().ok())
+                .flatten()
+        };
         let (id, skip) = match s.split_once('.') {
-            Some((id, skip)) => (id, skip.parse().ok()?),
+            Some((id, skip)) => (id, usize::try_from(number(skip)?).ok()?),
             None => (s, 0),
         };
         let (ms, seq) = id.split_once('-')?;
-        (ms.parse::<u64>().is_ok() && seq.parse::<u64>().is_ok()).then(|| LogCursor {
-            id: id.to_owned(),
+        let (ms, seq) = (number(ms)?, number(seq)?);
+        (ms, seq).ne(&(0, 0)).then(|| LogCursor {
+            id: format!("{ms}-{seq}"),
             skip,
         })
     }
@@ -289,14 +299,49 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_refuse_junk() {
-        for s in ["1-0", "1700000000000-3", "1700000000000-3.4"] {
+        for s in [
+            "1-0",
+            "0-1",
+            "1700000000000-3",
+            "1700000000000-3.4",
+            "18446744073709551615-18446744073709551615",
+        ] {
             assert_eq!(LogCursor::parse(s).map(|c| c.render()).as_deref(), Some(s));
         }
         assert_eq!(
             LogCursor::parse("1-0.0").map(|c| c.render()).as_deref(),
             Some("1-0")
         );
-        for s in ["", "x", "1", "1-", "-1", "1-0.", "1-0.x", "1-0.-1", "a-b"] {
+        // Leading zeros are read as Redis reads them.
+        assert_eq!(
+            LogCursor::parse("007-01").map(|c| c.render()).as_deref(),
+            Some("7-1")
+        );
+        for s in [
+            "",
+            "x",
+            "1",
+            "1-",
+            "-1",
+            "1-0.",
+            "1-0.x",
+            "1-0.-1",
+            "a-b",
+            "0-0",
+            "0-0.3",
+            "00-000",
+            "+1-0",
+            "1-+0",
+            "1-0.+2",
+            " 1-0",
+            "1-0 ",
+            "1--1",
+            "1-2-3",
+            "18446744073709551616-0",
+            "1-18446744073709551616",
+            "1-0.99999999999999999999",
+            "１-0",
+        ] {
             assert!(LogCursor::parse(s).is_none(), "{s}");
         }
     }

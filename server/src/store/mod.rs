@@ -210,10 +210,13 @@ impl Store {
         cfg.validate().map_err(AppError::bad_request)?;
         let json = serde_json::to_string(cfg).map_err(|e| AppError::bad_request(e.to_string()))?;
         let mut c = self.conn.clone();
+        // Used only if this call creates the board (see `keys::generation`).
+        let generation = format!("{:016x}", rand::random::<u64>());
         let reply: Value = scripts::BOARD_PUT
             .key(keys::config(board))
             .arg(json)
             .arg(self.clock.arg())
+            .arg(generation)
             .invoke_async(&mut c)
             .await?;
         let r = reply::ok(reply)?;
@@ -229,6 +232,47 @@ impl Store {
         let raw =
             raw.ok_or_else(|| AppError::new(ErrorCode::UnknownBoard, format!("no board {board}")))?;
         serde_json::from_str(&raw).map_err(|_| reply::bad("board config"))
+    }
+
+    /// The board's generation (`keys::generation`; `""` for a board created before
+    /// generations), or `unknown_board`. One MGET: both keys are in the board's slot.
+    pub async fn board_generation(&self, board: &Id) -> AppResult<String> {
+        let mut c = self.conn.clone();
+        let (cfg, generation): (Option<String>, Option<String>) = redis::cmd("MGET")
+            .arg(keys::config(board))
+            .arg(keys::generation(board))
+            .query_async(&mut c)
+            .await?;
+        match cfg {
+            Some(_) => Ok(generation.unwrap_or_default()),
+            None => Err(AppError::new(
+                ErrorCode::UnknownBoard,
+                format!("no board {board}"),
+            )),
+        }
+    }
+
+    /// Records a reward grant (`lua/reward_grant.lua`) if the board still is generation
+    /// `generation`: `Some(true)` granted now, `Some(false)` granted before, `None` the board
+    /// is gone or another board of the same id (nothing written).
+    pub async fn grant_reward(
+        &self,
+        board: &Id,
+        generation: &str,
+        field: &str,
+        record: &str,
+    ) -> AppResult<Option<bool>> {
+        let mut c = self.conn.clone();
+        let r: i64 = scripts::REWARD_GRANT
+            .key(keys::config(board))
+            .key(keys::generation(board))
+            .key(keys::rewards(board))
+            .arg(generation)
+            .arg(field)
+            .arg(record)
+            .invoke_async(&mut c)
+            .await?;
+        Ok((r >= 0).then_some(r == 1))
     }
 
     pub async fn boards(&self) -> AppResult<Vec<(Id, BoardConfig)>> {

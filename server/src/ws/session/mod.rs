@@ -330,6 +330,11 @@ fn on_frame(
         Some(Err(ProtocolError::Io(e))) if e.to_string().contains("maximum continuation size") => {
             return Err(oversize());
         }
+        // A text message that is not UTF-8 (one frame, or its fragments together): actix-ws
+        // reports it as invalid data, RFC 6455 §7.4.1 closes it with 1007.
+        Some(Err(ProtocolError::Io(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(close(CloseCode::Invalid, "text messages must be UTF-8"));
+        }
         Some(Err(e)) => {
             tracing::debug!(session = s.member().id(), error = %e, "websocket protocol error");
             return Err(close(CloseCode::Protocol, "websocket protocol error"));
