@@ -2,6 +2,7 @@
 //! under `/admin`, operations endpoints, and the web pages.
 
 pub mod admin;
+pub mod apidoc;
 pub mod console;
 pub mod extract;
 pub mod moderation;

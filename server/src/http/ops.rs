@@ -84,9 +84,10 @@ impl utoipa::Modify for AdminAuth {
     }
 }
 
+/// The OpenAPI document, with the error bodies and bounds of [`super::apidoc`].
 #[get("/openapi.json")]
 pub async fn openapi_json() -> HttpResponse {
-    HttpResponse::Ok().json(ApiDoc::openapi())
+    HttpResponse::Ok().json(super::apidoc::document())
 }
 
 fn page(st: &AppState, file: &str) -> HttpResponse {
