@@ -216,6 +216,14 @@ pub fn complete(doc: &mut Value) -> Vec<String> {
         }
     }
 
+    if let Some(d) = doc["info"]["description"].as_str() {
+        doc["info"]["description"] = json!(format!(
+            "{d} Errors are {{\"error\":{{\"code\",\"message\"}}}}: the code is stable, the \
+             message is for humans. The WebSocket protocol is described by /asyncapi.json \
+             (AsyncAPI 3.0); this document is browsable at /docs."
+        ));
+    }
+
     let schemas = &mut doc["components"]["schemas"];
     for (schema, field, bound) in body_bounds() {
         match schemas[schema]["properties"].get_mut(field) {
@@ -418,10 +426,13 @@ mod tests {
             .unwrap_or_else(|| panic!("{method} {path} has no parameter {name}"))
     }
 
-    /// Every bound of the tables above finds its parameter or field.
+    /// Every bound of the tables above finds its parameter or field, and the description
+    /// points to the error shape and the WebSocket document.
     #[test]
     fn every_bound_has_a_target() {
-        doc();
+        let d = doc()["info"]["description"].as_str().unwrap().to_owned();
+        assert!(d.contains(r#"{"error":{"code","message"}}"#), "{d}");
+        assert!(d.contains("/asyncapi.json"), "{d}");
     }
 
     /// Every operation documents at least one error response, and every error response of an
