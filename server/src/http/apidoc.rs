@@ -60,10 +60,13 @@ pub fn codes_for(status: u16) -> Vec<ErrorCode> {
         .collect()
 }
 
-/// A bound on one value: the id rules, or an integer range (with the default when absent).
+/// A bound on one value: the id rules, an integer range (with the default when absent), a
+/// length.
 #[derive(Clone, Copy)]
 enum Bound {
     Id,
+    /// An id, or empty for "not given" (`season=` reads the current season).
+    IdOrEmpty,
     Int {
         min: i64,
         max: Option<i64>,
@@ -136,7 +139,8 @@ fn query_bounds() -> Vec<(&'static str, &'static str, Bound)> {
     ]
 }
 
-const ID_QUERY_PARAMS: [&str; 3] = ["season", "player", "board"];
+/// Query parameters that are ids wherever they appear (`season` may also be empty).
+const ID_QUERY_PARAMS: [&str; 2] = ["player", "board"];
 
 /// Fields of request bodies with bounds: (schema, property, bound).
 fn body_bounds() -> Vec<(&'static str, &'static str, Bound)> {
@@ -185,6 +189,8 @@ pub fn complete(doc: &mut Value) -> Vec<String> {
                     let bound = if param["in"] == "path" || ID_QUERY_PARAMS.contains(&name.as_str())
                     {
                         Some(Bound::Id)
+                    } else if name == "season" {
+                        Some(Bound::IdOrEmpty)
                     } else {
                         queries
                             .iter()
@@ -278,6 +284,10 @@ fn apply(schema: &mut Value, bound: Bound) {
             for key in ["minLength", "maxLength", "pattern"] {
                 s.insert(key.into(), id_schema()[key].clone());
             }
+        }
+        Bound::IdOrEmpty => {
+            s.insert("maxLength".into(), json!(MAX_ID_LEN));
+            s.insert("pattern".into(), json!(format!("^$|{ID_PATTERN}")));
         }
         Bound::Int { min, max, default } => {
             s.insert("minimum".into(), json!(min));
@@ -523,7 +533,10 @@ mod tests {
         assert_eq!(board["minLength"], 1);
         assert_eq!(board["pattern"], ID_PATTERN);
         let season = &param(&doc, "get", "/v1/boards/{board}/top", "season")["schema"];
-        assert_eq!(season["pattern"], ID_PATTERN);
+        assert_eq!(season["pattern"], format!("^$|{ID_PATTERN}"));
+        assert_eq!(season["maxLength"], json!(MAX_ID_LEN));
+        let player = &param(&doc, "get", "/admin/boards/{board}/log", "player")["schema"];
+        assert_eq!(player["pattern"], ID_PATTERN);
 
         let schemas = &doc["components"]["schemas"];
         let points = &schemas["ScoreBody"]["properties"]["points"];
@@ -575,6 +588,9 @@ mod tests {
             assert_eq!(re.is_match(s), ok, "{s:?}");
             assert_eq!(scorecast_shared::Id::parse(s).is_ok(), ok, "{s:?}");
         }
+        // `season=` is "the current season": the season pattern also takes the empty string.
+        let season = regex::Regex::new(&format!("^$|{ID_PATTERN}")).unwrap();
+        assert!(season.is_match("") && season.is_match("2026-11") && !season.is_match(".."));
         let long = "a".repeat(MAX_ID_LEN + 1);
         assert!(scorecast_shared::Id::parse(&long).is_err());
         assert_eq!(id_schema()["maxLength"], json!(MAX_ID_LEN));
