@@ -1,13 +1,16 @@
 // The API page (/docs) in headless Chromium: Swagger UI, served by Scorecast itself from the
 // vendored npm package, renders the server's own /openapi.json under the page's strict
 // Content-Security-Policy, lists every operation of the document, shows an operation's error
-// responses, and loads nothing from another origin. Also: /asyncapi.json is docs/asyncapi.json,
-// and the vendored Swagger UI files are those of the pinned npm package, byte for byte.
+// responses, and loads nothing from another origin. Also: /openapi.json is valid OpenAPI 3.1,
+// /asyncapi.json is docs/asyncapi.json, and the vendored Swagger UI files are those of the pinned
+// npm package, byte for byte.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+
+import SwaggerParser from "@apidevtools/swagger-parser";
 
 import { REPO, WEB_DIR, get, launchBrowser, newPage, screenshot, startStack, withDiagnostics } from "./harness.mjs";
 
@@ -83,6 +86,17 @@ describe("API page", { timeout: 120_000 }, () => {
       const errors = page.consoleLog.filter((l) => l.startsWith("[pageerror]") || l.includes("Content Security Policy"));
       assert.deepEqual(errors, []);
       assert.deepEqual([...origins], [new URL(base).origin], "every request goes to the server itself");
+    }));
+
+  /// The served OpenAPI document, with the error bodies and bounds added to what utoipa
+  /// generates, is valid OpenAPI 3.1 by @apidevtools/swagger-parser (schema and references).
+  test("/openapi.json is valid OpenAPI 3.1", () =>
+    withDiagnostics(diag, async () => {
+      const { status, body } = await get(stack.base, "/openapi.json");
+      assert.equal(status, 200);
+      assert.equal(body.openapi, "3.1.0");
+      const api = await SwaggerParser.validate(structuredClone(body));
+      assert.equal(api.info.title, "Scorecast");
     }));
 
   /// The AsyncAPI document the server serves is the one in docs/.

@@ -309,8 +309,8 @@ fn toml_string<'a>(block: &'a str, key: &str) -> Option<&'a str> {
 
 /// `npm ci` in tests/browser (exactly what its package-lock.json records) when one of the
 /// packages its package.json pins is missing or at another version: playwright-core for the
-/// browser tests, @asyncapi/parser to validate docs/asyncapi.json, swagger-ui-dist to check the
-/// copy of it in web/docs/vendor.
+/// browser tests, @asyncapi/parser and @apidevtools/swagger-parser to validate the AsyncAPI and
+/// OpenAPI documents, swagger-ui-dist to check the copy of it in web/docs/vendor.
 fn ensure_playwright(ctx: &Ctx) -> Result<()> {
     let dir = ctx.root.join("tests/browser");
     let manifest = dir.join("package.json");

@@ -184,7 +184,10 @@ pub fn complete(doc: &mut Value) -> Vec<String> {
                 let Some(op) = item.get_mut(method) else {
                     continue;
                 };
-                for param in op["parameters"].as_array_mut().into_iter().flatten() {
+                // `get_mut`, not `op["parameters"]`: indexing a JSON object for writing inserts
+                // a `null` under a missing key.
+                let params = op.get_mut("parameters").and_then(Value::as_array_mut);
+                for param in params.into_iter().flatten() {
                     let name = param["name"].as_str().unwrap_or_default().to_owned();
                     let bound = if param["in"] == "path" || ID_QUERY_PARAMS.contains(&name.as_str())
                     {
@@ -232,7 +235,11 @@ pub fn complete(doc: &mut Value) -> Vec<String> {
 
     let schemas = &mut doc["components"]["schemas"];
     for (schema, field, bound) in body_bounds() {
-        match schemas[schema]["properties"].get_mut(field) {
+        let target = schemas
+            .get_mut(schema)
+            .and_then(|s| s.get_mut("properties"))
+            .and_then(|p| p.get_mut(field));
+        match target {
             Some(s) => apply(s, bound),
             None => missing.push(format!("{schema}.{field}")),
         }
@@ -352,7 +359,10 @@ fn add_errors(path: &str, op: &mut Value) -> Vec<u16> {
         }
         statuses.push(status);
         let r = response.as_object_mut().expect("a response is an object");
-        if r["description"].as_str().is_none_or(str::is_empty) {
+        if r.get("description")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             r.insert("description".into(), json!(describe(status)));
         }
         r.insert(
@@ -443,6 +453,33 @@ mod tests {
         let d = doc()["info"]["description"].as_str().unwrap().to_owned();
         assert!(d.contains(r#"{"error":{"code","message"}}"#), "{d}");
         assert!(d.contains("/asyncapi.json"), "{d}");
+    }
+
+    /// The completion wrote no stray `null` (indexing a JSON object for writing inserts one
+    /// under a missing key, which makes the document invalid OpenAPI). Only values — defaults,
+    /// examples, enums — may be null.
+    #[test]
+    fn the_document_has_no_stray_nulls() {
+        fn walk(v: &Value, at: &str) {
+            match v {
+                Value::Null => panic!("null at {at}"),
+                Value::Array(a) => {
+                    for (i, v) in a.iter().enumerate() {
+                        walk(v, &format!("{at}/{i}"));
+                    }
+                }
+                Value::Object(o) => {
+                    for (k, v) in o {
+                        let value = ["default", "example", "examples", "enum", "const"];
+                        if !value.contains(&k.as_str()) {
+                            walk(v, &format!("{at}/{k}"));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        walk(&doc(), "");
     }
 
     /// Every operation documents at least one error response, and every error response of an
