@@ -221,3 +221,167 @@ async fn the_servers_errors_are_the_documented_ones() {
         "unavailable",
     );
 }
+
+/// Checks `v` against a JSON Schema of the AsyncAPI document, as far as its payloads use the
+/// language: `$ref`, `type` (one or a list), `const`, `enum`, `minimum`, `maximum`,
+/// `minLength`, `maxLength`, `required`, `properties` (no undocumented property), `items`.
+fn conforms(doc: &Value, schema: &Value, v: &Value, at: &str) {
+    if let Some(r) = schema["$ref"].as_str() {
+        let name = r.rsplit('/').next().unwrap();
+        return conforms(doc, &doc["components"]["schemas"][name], v, at);
+    }
+    let kind = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    match &schema["type"] {
+        Value::String(t) => assert_eq!(t, kind, "{at}: {v}"),
+        Value::Array(ts) => assert!(ts.contains(&json!(kind)), "{at}: {kind} not in {ts:?}"),
+        _ => {}
+    }
+    if let Some(c) = schema.get("const") {
+        assert_eq!(c, v, "{at}");
+    }
+    if let Some(e) = schema["enum"].as_array() {
+        assert!(e.contains(v), "{at}: {v} not in {e:?}");
+    }
+    if let (Some(n), Some(min)) = (v.as_f64(), schema["minimum"].as_f64()) {
+        assert!(n >= min, "{at}: {n} < {min}");
+    }
+    if let (Some(n), Some(max)) = (v.as_f64(), schema["maximum"].as_f64()) {
+        assert!(n <= max, "{at}: {n} > {max}");
+    }
+    if let Some(s) = v.as_str() {
+        let len = s.chars().count() as u64;
+        assert!(
+            len >= schema["minLength"].as_u64().unwrap_or(0),
+            "{at}: too short"
+        );
+        assert!(
+            len <= schema["maxLength"].as_u64().unwrap_or(u64::MAX),
+            "{at}: too long"
+        );
+    }
+    if let Some(obj) = v.as_object() {
+        let props = schema["properties"].as_object();
+        for key in schema["required"].as_array().into_iter().flatten() {
+            assert!(
+                obj.contains_key(key.as_str().unwrap()),
+                "{at}: no `{key}` in {v}"
+            );
+        }
+        if let Some(props) = props {
+            for (k, val) in obj {
+                let s = props
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{at}: `{k}` is not documented ({v})"));
+                conforms(doc, s, val, &format!("{at}.{k}"));
+            }
+        }
+    }
+    if let Some(items) = v.as_array() {
+        for (i, item) in items.iter().enumerate() {
+            conforms(doc, &schema["items"], item, &format!("{at}[{i}]"));
+        }
+    }
+}
+
+/// The names of the messages of the operations with this action, and of the replies to the
+/// operations with the other.
+fn directed(doc: &Value, action: &str) -> Vec<String> {
+    let name = |r: &Value| {
+        r["$ref"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let mut out = Vec::new();
+    for op in doc["operations"].as_object().unwrap().values() {
+        if op["action"] == action {
+            out.extend(op["messages"].as_array().unwrap().iter().map(name));
+        } else if let Some(reply) = op["reply"]["messages"].as_array() {
+            out.extend(reply.iter().map(name));
+        }
+    }
+    out
+}
+
+/// A real session, every client message sent and most server messages provoked (welcome, ack,
+/// rejected, the three views, pong, error): each frame the server sent is a message
+/// `/asyncapi.json` says the server sends, and conforms to its payload schema; so does each
+/// frame the client sent, as a message the server receives.
+#[tokio::test]
+async fn a_real_session_speaks_the_documented_messages() {
+    let app = scorecast_tests::spawn_app().await;
+    let doc = app.get("/asyncapi.json").await.body;
+    let (sent_by_server, received_by_server) = (directed(&doc, "send"), directed(&doc, "receive"));
+    app.board("b", json!({})).await;
+    app.score("b", "bob", 7).await;
+
+    // `try_connect` leaves the spectator `welcome` unread, so it is checked too.
+    let mut ws = scorecast_tests::ws::WsClient::try_connect(&app.ws_url(), None)
+        .await
+        .expect("websocket upgrade");
+    let token = app.token("ann", Some("Ann"));
+    let mut seen = vec![ws.next_json().await];
+    let sent = vec![
+        json!({"type": "hello", "token": token}),
+        json!({"type": "subscribe", "board": "b", "view": "top", "limit": 5}),
+        json!({"type": "subscribe", "board": "b", "view": "me"}),
+        json!({"type": "subscribe", "board": "b", "view": "around", "radius": 2}),
+        json!({"type": "submit", "id": "c-1", "board": "b", "points": 3}),
+        json!({"type": "submit", "id": "c-2", "board": "b", "points": 1.5}),
+        json!({"type": "ping"}),
+        json!({"type": "fly"}),
+    ];
+    for msg in &sent {
+        ws.send_json(msg.clone()).await;
+    }
+    // Everything answered: the last two frames are answered in order (pong, then error).
+    let mut want: Vec<&str> = vec![
+        "welcome", "top", "rank", "around", "ack", "rejected", "pong", "error",
+    ];
+    while !want.is_empty() {
+        let m = match ws.next_within(std::time::Duration::from_secs(10)).await {
+            Some(scorecast_tests::ws::Incoming::Json(m)) => m,
+            other => panic!("still waiting for {want:?}, got {other:?} after {seen:?}"),
+        };
+        want.retain(|t| m["type"] != *t);
+        seen.push(m);
+    }
+
+    // `unsubscribe` has no answer; the `pong` to the ping after it shows it was read.
+    let unsubscribe = json!({"type": "unsubscribe", "board": "b", "view": "around"});
+    ws.send_json(unsubscribe.clone()).await;
+    ws.send_json(json!({"type": "ping"})).await;
+    seen.push(ws.recv_type("pong").await);
+    let sent = [sent, vec![unsubscribe]].concat();
+
+    for m in &seen {
+        let ty = m["type"].as_str().unwrap();
+        assert!(
+            sent_by_server.iter().any(|n| n == ty),
+            "`{ty}` is not documented as sent"
+        );
+        conforms(&doc, &doc["components"]["messages"][ty]["payload"], m, ty);
+    }
+    for m in sent
+        .iter()
+        .filter(|m| m["type"] != "fly" && m["id"] != "c-2")
+    {
+        let ty = m["type"].as_str().unwrap();
+        assert!(
+            received_by_server.iter().any(|n| n == ty),
+            "`{ty}` is not documented as received"
+        );
+        conforms(&doc, &doc["components"]["messages"][ty]["payload"], m, ty);
+    }
+}
