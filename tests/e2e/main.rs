@@ -1,5 +1,6 @@
 //! End-to-end tests: one binary, real redis-server processes, real servers.
 
+mod apidocs;
 mod boards;
 mod cluster;
 mod cluster_pubsub;

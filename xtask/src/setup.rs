@@ -307,47 +307,77 @@ fn toml_string<'a>(block: &'a str, key: &str) -> Option<&'a str> {
 
 // ---- browser tests (npm) ----
 
-/// `npm install` in tests/browser when playwright-core is missing or not the pinned version.
+/// `npm ci` in tests/browser (exactly what its package-lock.json records) when one of the
+/// packages its package.json pins is missing or at another version: playwright-core for the
+/// browser tests, @asyncapi/parser and @apidevtools/swagger-parser to validate the AsyncAPI and
+/// OpenAPI documents, swagger-ui-dist to check the copy of it in web/docs/vendor.
 fn ensure_playwright(ctx: &Ctx) -> Result<()> {
     let dir = ctx.root.join("tests/browser");
     let manifest = dir.join("package.json");
     let manifest_text = std::fs::read_to_string(&manifest)
         .with_context(|| format!("could not read {}", manifest.display()))?;
-    let pinned = json_string(&manifest_text, "playwright-core")
-        .with_context(|| format!("{} does not list playwright-core", manifest.display()))?;
+    let pinned = dependencies(&manifest_text);
+    if !pinned.iter().any(|(name, _)| *name == "playwright-core") {
+        bail!("{} does not list playwright-core", manifest.display());
+    }
 
-    let installed_path = dir.join("node_modules/playwright-core/package.json");
-    let installed = || {
-        let text = std::fs::read_to_string(&installed_path).ok()?;
+    let installed = |name: &str| {
+        let path = dir.join("node_modules").join(name).join("package.json");
+        let text = std::fs::read_to_string(path).ok()?;
         json_string(&text, "version").map(str::to_string)
     };
     // Only an exact pin ("1.65.1") can be compared; a range is satisfied by any install.
-    let is_exact = pinned.chars().all(|c| c.is_ascii_digit() || c == '.');
-    match installed() {
-        Some(v) if !is_exact || v == pinned => {
-            println!("ok playwright-core {v}");
-            return Ok(());
+    let is_exact = |v: &str| v.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let stale: Vec<&str> = pinned
+        .iter()
+        .filter(|(name, want)| match installed(name) {
+            Some(v) => is_exact(want) && v != *want,
+            None => true,
+        })
+        .map(|(name, _)| *name)
+        .collect();
+    if stale.is_empty() {
+        for (name, v) in &pinned {
+            println!("ok {name} {v}");
         }
-        _ => {}
+        return Ok(());
     }
 
-    println!("installing playwright-core {pinned} (npm install in tests/browser)");
+    println!("installing {} (npm ci in tests/browser)", stale.join(", "));
     util::run(
         Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund"])
+            .args(["ci", "--no-audit", "--no-fund"])
             .current_dir(&dir)
             // playwright-core never downloads browsers, but make sure: we use Debian's chromium.
             .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"),
     )
-    .context("npm install in tests/browser failed")?;
-    let v = installed().with_context(|| {
-        format!(
-            "npm install finished but {} is missing",
-            installed_path.display()
-        )
-    })?;
-    println!("ok playwright-core {v}");
+    .context("npm ci in tests/browser failed")?;
+    for (name, _) in &pinned {
+        let v = installed(name).with_context(|| {
+            format!("npm ci finished but tests/browser/node_modules/{name} is missing")
+        })?;
+        println!("ok {name} {v}");
+    }
     Ok(())
+}
+
+/// The `"name": "version"` pairs of the `"dependencies"` object of a package.json.
+/// Enough for our own package.json files; not a JSON parser.
+fn dependencies(text: &str) -> Vec<(&str, &str)> {
+    let Some(start) = text.find("\"dependencies\"") else {
+        return Vec::new();
+    };
+    let rest = &text[start..];
+    let (Some(open), Some(close)) = (rest.find('{'), rest.find('}')) else {
+        return Vec::new();
+    };
+    rest[open + 1..close]
+        .split(',')
+        .filter_map(|pair| {
+            let (k, v) = pair.split_once(':')?;
+            Some((k.trim().trim_matches('"'), v.trim().trim_matches('"')))
+        })
+        .collect()
 }
 
 /// The string value of the first `"key": "value"` pair in a JSON text.
@@ -384,5 +414,17 @@ mod tests {
         assert_eq!(json_string(text, "playwright-core"), Some("1.65.1"));
         assert_eq!(json_string(text, "version"), Some("2.0.0"));
         assert_eq!(json_string(text, "missing"), None);
+    }
+
+    #[test]
+    fn lists_the_dependencies_of_a_package_json() {
+        let text = r#"{"private": true, "dependencies": {
+            "@asyncapi/parser": "3.6.6", "playwright-core" : "1.65.1"
+        }, "devDependencies": {"x": "1"}}"#;
+        assert_eq!(
+            dependencies(text),
+            vec![("@asyncapi/parser", "3.6.6"), ("playwright-core", "1.65.1")]
+        );
+        assert!(dependencies("{}").is_empty());
     }
 }

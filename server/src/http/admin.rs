@@ -57,7 +57,7 @@ pub struct ScoreBody {
 }
 
 /// Applies points to a player through the submission core (no submit limit).
-#[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), request_body = ScoreBody, responses((status = 200, body = Accepted)), tag = "admin", security(("admin" = [])))]
+#[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), request_body = ScoreBody, responses((status = 200, body = Accepted), (status = 403), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/boards/{board}/players/{player}/score")]
 pub async fn score(
     _: Admin,
@@ -143,6 +143,9 @@ pub async fn rollover(
     }))
 }
 
+/// Most audit-log entries per page.
+pub const MAX_LOG_PAGE: usize = 1000;
+
 #[derive(Deserialize, utoipa::IntoParams)]
 pub struct LogQuery {
     /// Only this player's entries.
@@ -169,8 +172,10 @@ pub async fn log(
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let limit = q.limit.or(q.count).unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(AppError::bad_request("limit must be 1..=1000"));
+    if !(1..=MAX_LOG_PAGE).contains(&limit) {
+        return Err(AppError::bad_request(format!(
+            "limit must be 1..={MAX_LOG_PAGE}"
+        )));
     }
     let player = q.player.as_deref().map(AppState::id).transpose()?;
     let cursor = q

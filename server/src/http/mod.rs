@@ -2,6 +2,8 @@
 //! under `/admin`, operations endpoints, and the web pages.
 
 pub mod admin;
+pub mod apidoc;
+pub mod asyncapi;
 pub mod console;
 pub mod extract;
 pub mod moderation;
@@ -105,7 +107,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(admin::routes)
         .configure(moderation::routes)
         .configure(console::routes)
-        .configure(queues::routes);
+        .configure(queues::routes)
+        .service(asyncapi::asyncapi_json);
 }
 
 /// `/v1` reads allow any origin (no credentials), errors included, so a browser can

@@ -11,7 +11,7 @@ use crate::state::AppState;
 use crate::store::{Ban, Layer, Lift, Read};
 
 /// The longest ban reason, in characters.
-const MAX_REASON: usize = 200;
+pub const MAX_REASON: usize = 200;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

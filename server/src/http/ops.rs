@@ -1,4 +1,5 @@
-//! Operations: liveness, readiness, metrics, the OpenAPI document, and the web pages.
+//! Operations: liveness, readiness, metrics, the OpenAPI document, and the web pages (the API
+//! page `/docs` among them).
 
 use actix_web::{get, web, HttpResponse};
 use utoipa::OpenApi;
@@ -84,9 +85,10 @@ impl utoipa::Modify for AdminAuth {
     }
 }
 
+/// The OpenAPI document, with the error bodies and bounds of [`super::apidoc`].
 #[get("/openapi.json")]
 pub async fn openapi_json() -> HttpResponse {
-    HttpResponse::Ok().json(ApiDoc::openapi())
+    HttpResponse::Ok().json(super::apidoc::document())
 }
 
 fn page(st: &AppState, file: &str) -> HttpResponse {
@@ -108,11 +110,18 @@ pub async fn play(st: web::Data<AppState>) -> HttpResponse {
     page(&st, "play.html")
 }
 
+/// The browsable API page (`web/docs/`: Swagger UI on `/openapi.json`).
+pub async fn docs(st: web::Data<AppState>) -> HttpResponse {
+    page(&st, "docs/index.html")
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(healthz)
         .service(readyz)
         .service(metrics)
         .service(openapi_json)
         .service(index)
-        .service(play);
+        .service(play)
+        .route("/docs", web::get().to(docs))
+        .route("/docs/", web::get().to(docs));
 }

@@ -249,7 +249,7 @@ pub async fn around(
 }
 
 /// A given list of players (friends); absent ids are left out.
-#[utoipa::path(params(("board" = String, Path), PlayersQuery), responses((status = 200, body = EntriesResponse)), tag = "public")]
+#[utoipa::path(params(("board" = String, Path), PlayersQuery), responses((status = 200, body = EntriesResponse), (status = 404)), tag = "public")]
 #[get("/v1/boards/{board}/players")]
 pub async fn players(
     st: web::Data<AppState>,
@@ -282,7 +282,7 @@ pub async fn players(
 }
 
 /// The board's seasons, the current one flagged.
-#[utoipa::path(params(("board" = String, Path)), responses((status = 200, body = SeasonList)), tag = "public")]
+#[utoipa::path(params(("board" = String, Path)), responses((status = 200, body = SeasonList), (status = 404)), tag = "public")]
 #[get("/v1/boards/{board}/seasons")]
 pub async fn seasons(
     st: web::Data<AppState>,
