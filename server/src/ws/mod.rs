@@ -52,14 +52,12 @@ pub fn own_origins(addr: SocketAddr) -> Vec<String> {
     out
 }
 
-/// Whether a browser page from `origin` may open a WebSocket (`docs/protocol.md`, "Connecting"): requests without an
-/// Origin (non-browser clients) pass; `--dev` allows any; otherwise `allowed_origins` (filled
-/// with [`own_origins`] at start-up when not configured). `*` in the list allows any.
+/// Whether a browser page from `origin` may open a WebSocket or use the SDK and `/v1` across
+/// origins (`docs/protocol.md`, "Connecting"): requests without an Origin (non-browser clients)
+/// pass; otherwise `allowed_origins`, filled at start-up when not configured with `*` under
+/// `--dev` and with [`own_origins`] otherwise. `*` in the list allows any.
 pub fn origin_allowed(origin: Option<&str>, settings: &Settings) -> bool {
     let Some(origin) = origin else { return true };
-    if settings.dev {
-        return true;
-    }
     let origin = normalise(origin);
     settings
         .allowed_origins
@@ -143,11 +141,11 @@ mod tests {
         assert!(origin_allowed(Some("http://localhost:8080/"), &s));
         assert!(!origin_allowed(Some("http://evil.example"), &s));
         assert!(!origin_allowed(Some("http://127.0.0.1:8081"), &s));
-        let dev = Settings {
-            dev: true,
+        let any = Settings {
+            allowed_origins: vec!["*".into()],
             ..Settings::default()
         };
-        assert!(origin_allowed(Some("http://evil.example"), &dev));
+        assert!(origin_allowed(Some("http://evil.example"), &any));
         let listed = Settings {
             allowed_origins: vec!["https://game.example".into()],
             ..Settings::default()
