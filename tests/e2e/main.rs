@@ -10,6 +10,7 @@ mod moderation;
 mod notify_jobs;
 mod operator;
 mod packing;
+mod proxies;
 mod queues;
 mod seasons_jobs;
 mod submit_path;

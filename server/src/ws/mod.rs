@@ -81,7 +81,11 @@ async fn upgrade(
         )
         .into());
     }
-    let mut member = st.hub.admit(req.peer_addr().map(|a| a.ip()))?;
+    let client = st.settings.client_ip(req.peer_addr(), req.headers());
+    let mut member = st.hub.admit(client).inspect_err(|_| {
+        tracing::info!(client = ?client, "WebSocket refused: connections per address at the cap");
+    })?;
+    tracing::debug!(session = member.id(), client = ?client, "WebSocket connected");
     let (res, socket, frames) = actix_ws::handle(&req, body)?;
     // The address slot lives as long as the TCP connection, not only the session: a client
     // closed for being slow counts against the cap until its socket is really gone.
