@@ -26,21 +26,50 @@ pub enum ForwardedHeader {
     Forwarded,
 }
 
+/// A trusted proxy: one address (`10.0.0.5`, `::1`) or a network (`10.0.0.0/8`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ProxyNet(pub IpNet);
+
+impl std::str::FromStr for ProxyNet {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ProxyNet, String> {
+        let s = s.trim();
+        s.parse::<IpNet>()
+            .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+            .map(ProxyNet)
+            .map_err(|_| format!("{s:?} is neither an IP address nor a CIDR network"))
+    }
+}
+
+impl TryFrom<String> for ProxyNet {
+    type Error = String;
+    fn try_from(s: String) -> Result<ProxyNet, String> {
+        s.parse()
+    }
+}
+
+impl From<ProxyNet> for String {
+    fn from(n: ProxyNet) -> String {
+        n.0.to_string()
+    }
+}
+
 /// The proxies whose forwarding header is believed (`trusted_proxies`, `forwarded_header`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TrustedProxies<'a> {
-    nets: &'a [IpNet],
+    nets: &'a [ProxyNet],
     header: ForwardedHeader,
 }
 
 impl<'a> TrustedProxies<'a> {
-    pub fn new(nets: &'a [IpNet], header: ForwardedHeader) -> TrustedProxies<'a> {
+    pub fn new(nets: &'a [ProxyNet], header: ForwardedHeader) -> TrustedProxies<'a> {
         TrustedProxies { nets, header }
     }
 
     fn trusts(&self, ip: IpAddr) -> bool {
         let ip = canonical(ip);
-        self.nets.iter().any(|n| n.contains(&ip))
+        self.nets.iter().any(|n| n.0.contains(&ip))
     }
 
     /// The client's address for a request from `peer` carrying `headers`.
@@ -129,7 +158,7 @@ mod tests {
     }
 
     fn proxies(header: ForwardedHeader) -> TrustedProxies<'static> {
-        let nets: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
+        let nets: Vec<ProxyNet> = vec!["10.0.0.0/8".parse().unwrap(), "::1".parse().unwrap()];
         TrustedProxies::new(nets.leak(), header)
     }
 

@@ -15,10 +15,8 @@ use figment::Figment;
 use scorecast_shared::{BoardConfig, Id};
 use serde::{Deserialize, Serialize};
 
-use ipnet::IpNet;
-
 use crate::auth::Secret;
-use crate::client_addr::{ForwardedHeader, TrustedProxies};
+use crate::client_addr::{ForwardedHeader, ProxyNet, TrustedProxies};
 use crate::limiter::{Algorithm, Policy};
 
 #[derive(Parser, Debug, Default, Serialize)]
@@ -61,7 +59,7 @@ pub struct Cli {
     /// names the client; from any other peer the header is ignored.
     #[arg(long, env = "SCORECAST_TRUSTED_PROXIES", value_delimiter = ',')]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub trusted_proxies: Option<Vec<IpNet>>,
+    pub trusted_proxies: Option<Vec<ProxyNet>>,
     /// The header the trusted proxies maintain: x-forwarded-for (default) or forwarded.
     #[arg(long, env = "SCORECAST_FORWARDED_HEADER", value_enum)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -209,7 +207,7 @@ pub struct Settings {
     pub allowed_origins: Vec<String>,
     /// Peers whose forwarding header names the client (`client_addr`); empty: none, the TCP
     /// peer is always the client.
-    pub trusted_proxies: Vec<IpNet>,
+    pub trusted_proxies: Vec<ProxyNet>,
     pub forwarded_header: ForwardedHeader,
     pub max_conns_per_addr: u32,
     pub dev: bool,
@@ -515,12 +513,19 @@ mod tests {
     #[test]
     fn trusted_proxies_are_networks() {
         let env = CleanEnv::new();
-        env.set("SCORECAST_TRUSTED_PROXIES", "127.0.0.1/32,10.0.0.0/8");
+        env.set("SCORECAST_TRUSTED_PROXIES", "127.0.0.1,10.0.0.0/8");
         env.set("SCORECAST_FORWARDED_HEADER", "forwarded");
         let s = Settings::load(&Cli::try_parse_from(["scorecast"]).unwrap()).unwrap();
         assert_eq!(s.trusted_proxies.len(), 2);
         assert_eq!(s.forwarded_header, ForwardedHeader::Forwarded);
-        assert!(s.trusted_proxies[1].contains(&"10.2.3.4".parse::<std::net::IpAddr>().unwrap()));
+        assert_eq!(
+            s.trusted_proxies[0].0.to_string(),
+            "127.0.0.1/32",
+            "an address"
+        );
+        assert!(s.trusted_proxies[1]
+            .0
+            .contains(&"10.2.3.4".parse::<std::net::IpAddr>().unwrap()));
         env.set("SCORECAST_TRUSTED_PROXIES", "proxy.example");
         assert!(Cli::try_parse_from(["scorecast"]).is_err());
     }

@@ -82,7 +82,7 @@ async fn behind_a_trusted_proxy_real_client_addresses_count_separately() {
             s.public_limit.limit = 3;
             s.public_limit.window_ms = 60_000;
             s.max_conns_per_addr = 1;
-            s.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+            s.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
         },
         Clock::Redis,
     )

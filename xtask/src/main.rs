@@ -91,11 +91,13 @@ fn try_main() -> Result<ExitCode> {
         "test" => {
             let (flags, filter) = split_flags(&rest, &["--quick"])?;
             let quick = flags.contains(&"--quick");
-            let needs = if quick {
+            let mut needs = if quick {
                 setup::Needs::redis_only()
             } else {
                 setup::Needs::everything()
             };
+            // The end-to-end tests put nginx in front of the server, quick or not.
+            needs.proxy = true;
             let tools = setup::run(&ctx, needs)?;
             tasks::test(&ctx, &tools, quick, &filter)?;
         }
