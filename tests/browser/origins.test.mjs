@@ -2,18 +2,20 @@
 // 127.0.0.1) imports the SDK straight from Scorecast, gets a guest token with `baseUrl`, submits
 // and sees its rank; the same page from an origin that is not in `allowed_origins` is refused
 // (the import, the token request and the WebSocket alike). Also the npm package: `npm pack`
-// builds a tarball holding the SDK, its types and the wasm, and a page that loads the SDK from
-// the unpacked package (not from Scorecast) plays the same game.
+// builds a tarball holding the SDK, its types and the wasm; a game's TypeScript type-checks
+// against the unpacked package with `tsc --strict`; and a page that loads the SDK from the
+// unpacked package (not from Scorecast) plays the same game.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import {
+  REPO,
   WEB_DIR,
   launchBrowser,
   newPage,
@@ -183,9 +185,44 @@ describe("SDK from another origin", { timeout: 120_000 }, () => {
     for (const f of [pkg.main, pkg.types, pkg.exports["."].types, pkg.exports["."].default]) {
       assert.ok(existsSync(path.join(packDir, "package", f)), `${f} is in the tarball`);
     }
-    const types = readFileSync(path.join(packDir, "package", pkg.types), "utf8");
-    for (const name of ["class Scorecast", "static guest", "submit(", "subscribe(", "class ScorecastError"]) {
-      assert.ok(types.includes(name), `types declare ${name}`);
+  });
+
+  test("the package's types check a game's TypeScript (tsc --strict), and refuse a wrong call", () => {
+    assert.ok(existsSync(path.join(packDir, "package/package.json")), "runs after the pack test");
+    // A game project with the unpacked tarball as its node_modules/scorecast-sdk.
+    const game = path.join(packDir, "game");
+    mkdirSync(path.join(game, "node_modules"), { recursive: true });
+    cpSync(path.join(packDir, "package"), path.join(game, "node_modules/scorecast-sdk"), { recursive: true });
+    writeFileSync(
+      path.join(game, "main.mts"),
+      `import { Scorecast, ScorecastError, formatRank, type Ack, type ViewMessage } from "scorecast-sdk";
+export async function play(): Promise<string> {
+  const { token } = await Scorecast.guest("ann", { baseUrl: "https://scores.example.com" });
+  const sc = await Scorecast.connect({ token, url: "wss://scores.example.com/ws", onState: (s) => console.log(s) });
+  const off = sc.subscribe("b", "top", { limit: 10 }, (m: ViewMessage) => {
+    for (const e of m.entries ?? []) console.log(e.rank, e.player, e.score);
+  });
+  try {
+    const ack: Ack = await sc.submit("b", 64);
+    return formatRank(ack.rank);
+  } catch (e) {
+    if (e instanceof ScorecastError && e.code === "rate_limited") return String(e.retryAfterMs);
+    throw e;
+  } finally {
+    off();
+    sc.close();
+  }
+}
+// @ts-expect-error points are a number: the types must refuse a string
+export const wrong = (sc: Scorecast) => sc.submit("b", "64");
+`,
+    );
+    const tsc = path.join(REPO, "tests/browser/node_modules/.bin/tsc");
+    const args = ["--strict", "--noEmit", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--lib", "es2022,dom", "main.mts"];
+    try {
+      execFileSync(tsc, args, { cwd: game, encoding: "utf8" });
+    } catch (e) {
+      assert.fail(`tsc found errors:\n${e.stdout}${e.stderr}`);
     }
   });
 

@@ -353,15 +353,17 @@ fn ensure_playwright(ctx: &Ctx) -> Result<()> {
     };
     // Only an exact pin ("1.65.1") can be compared; a range is satisfied by any install.
     let is_exact = pinned.chars().all(|c| c.is_ascii_digit() || c == '.');
+    // The package's types are checked with tsc (tests/browser/origins.test.mjs).
+    let tsc = dir.join("node_modules/typescript/package.json");
     match installed() {
-        Some(v) if !is_exact || v == pinned => {
+        Some(v) if (!is_exact || v == pinned) && tsc.is_file() => {
             println!("ok playwright-core {v}");
             return Ok(());
         }
         _ => {}
     }
 
-    println!("installing playwright-core {pinned} (npm install in tests/browser)");
+    println!("installing playwright-core {pinned} and typescript (npm install in tests/browser)");
     util::run(
         Command::new("npm")
             .args(["install", "--no-audit", "--no-fund"])
