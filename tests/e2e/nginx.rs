@@ -386,6 +386,7 @@ async fn two_instances_behind_nginx_with_tls() {
                 ("SCORECAST_ADMIN_TOKEN", ADMIN_TOKEN),
                 ("SCORECAST_TOKEN_SECRET", TOKEN_SECRET),
                 ("RUST_LOG", "info"),
+                ("NO_COLOR", "1"),
             ],
         )
     };
@@ -443,6 +444,14 @@ async fn two_instances_behind_nginx_with_tls() {
         }
     }
     assert_eq!((held.len(), refused), (2, 2), "one per instance for {one}");
+    // The refusals are logged with the player's address, not nginx's.
+    let logged = [a.output(), b.output()].concat();
+    assert!(
+        logged
+            .lines()
+            .any(|l| l.contains("WebSocket refused") && l.contains(&one.to_string())),
+        "no refusal logged for {one}:\n{logged}"
+    );
     for _ in 0..2 {
         held.push(
             wss(listen, two, &tls)

@@ -82,10 +82,11 @@ async fn upgrade(
         .into());
     }
     let client = st.settings.client_ip(req.peer_addr(), req.headers());
+    let shown = client.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
     let mut member = st.hub.admit(client).inspect_err(|_| {
-        tracing::info!(client = ?client, "WebSocket refused: connections per address at the cap");
+        tracing::info!(client = %shown, "WebSocket refused: connections per address at the cap");
     })?;
-    tracing::debug!(session = member.id(), client = ?client, "WebSocket connected");
+    tracing::debug!(session = member.id(), client = %shown, "WebSocket connected");
     let (res, socket, frames) = actix_ws::handle(&req, body)?;
     // The address slot lives as long as the TCP connection, not only the session: a client
     // closed for being slow counts against the cap until its socket is really gone.
