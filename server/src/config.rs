@@ -528,6 +528,26 @@ mod tests {
             .contains(&"10.2.3.4".parse::<std::net::IpAddr>().unwrap()));
         env.set("SCORECAST_TRUSTED_PROXIES", "proxy.example");
         assert!(Cli::try_parse_from(["scorecast"]).is_err());
+
+        drop(env);
+        let _env = CleanEnv::new();
+        let dir = std::env::temp_dir().join(format!("sc-cfg-proxies-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        std::fs::write(
+            &file,
+            "trusted_proxies = [\"::1\", \"192.0.2.0/24\"]\nforwarded_header = \"x-forwarded-for\"\n",
+        )
+        .unwrap();
+        let cli = Cli {
+            config: Some(file.clone()),
+            ..Default::default()
+        };
+        let s = Settings::load(&cli).unwrap();
+        assert_eq!(s.trusted_proxies[0].0.to_string(), "::1/128");
+        assert_eq!(s.forwarded_header, ForwardedHeader::XForwardedFor);
+        std::fs::write(&file, "trusted_proxies = [\"10.0.0.300\"]\n").unwrap();
+        assert!(Settings::load(&cli).is_err(), "a bad address in the file");
     }
 
     #[test]
