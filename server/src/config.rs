@@ -16,6 +16,7 @@ use scorecast_shared::{BoardConfig, Id};
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Secret;
+use crate::client_addr::{ForwardedHeader, ProxyNet, TrustedProxies};
 use crate::limiter::{Algorithm, Policy};
 
 #[derive(Parser, Debug, Default, Serialize)]
@@ -54,6 +55,15 @@ pub struct Cli {
     #[arg(long, env = "SCORECAST_ALLOWED_ORIGINS", value_delimiter = ',')]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed_origins: Option<Vec<String>>,
+    /// Reverse proxies (addresses or CIDR networks, comma-separated) whose forwarding header
+    /// names the client; from any other peer the header is ignored.
+    #[arg(long, env = "SCORECAST_TRUSTED_PROXIES", value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trusted_proxies: Option<Vec<ProxyNet>>,
+    /// The header the trusted proxies maintain: x-forwarded-for (default) or forwarded.
+    #[arg(long, env = "SCORECAST_FORWARDED_HEADER", value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forwarded_header: Option<ForwardedHeader>,
     /// Open connections allowed per client address (0 = no cap).
     #[arg(long, env = "SCORECAST_MAX_CONNS_PER_ADDR")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -195,6 +205,10 @@ pub struct Settings {
     pub web_dir: PathBuf,
     /// Empty: the server's own origin (any origin in dev).
     pub allowed_origins: Vec<String>,
+    /// Peers whose forwarding header names the client (`client_addr`); empty: none, the TCP
+    /// peer is always the client.
+    pub trusted_proxies: Vec<ProxyNet>,
+    pub forwarded_header: ForwardedHeader,
     pub max_conns_per_addr: u32,
     pub dev: bool,
     /// Where the embedded redis-server keeps its data.
@@ -223,6 +237,8 @@ impl Default for Settings {
             token_secret: None,
             web_dir: PathBuf::from("web"),
             allowed_origins: Vec::new(),
+            trusted_proxies: Vec::new(),
+            forwarded_header: ForwardedHeader::default(),
             max_conns_per_addr: 1000,
             dev: false,
             data_dir: PathBuf::from("data"),
@@ -246,6 +262,16 @@ impl Default for Settings {
 pub const DEV_BOARD: &str = "game-2048";
 
 impl Settings {
+    /// The client's address for a request from `peer` with `headers`: the peer, or, when the
+    /// peer is a trusted proxy, what the forwarding header says (`client_addr`).
+    pub fn client_ip(
+        &self,
+        peer: Option<std::net::SocketAddr>,
+        headers: &actix_web::http::header::HeaderMap,
+    ) -> Option<std::net::IpAddr> {
+        TrustedProxies::new(&self.trusted_proxies, self.forwarded_header).client(peer, headers)
+    }
+
     /// Defaults < file < nested env < flags.
     pub fn load(cli: &Cli) -> anyhow::Result<Settings> {
         let mut fig = Figment::from(Serialized::defaults(Settings::default()));
@@ -480,6 +506,48 @@ mod tests {
         s.token_secret = Some(Secret::generate());
         assert!(s.finish().is_err(), "secrets of at least 32 bytes");
         assert!(!format!("{s:?}").contains("short"));
+    }
+
+    /// Trusted proxies come as addresses or networks, from a variable or the file; a bad one
+    /// is refused, not ignored.
+    #[test]
+    fn trusted_proxies_are_networks() {
+        let env = CleanEnv::new();
+        env.set("SCORECAST_TRUSTED_PROXIES", "127.0.0.1,10.0.0.0/8");
+        env.set("SCORECAST_FORWARDED_HEADER", "forwarded");
+        let s = Settings::load(&Cli::try_parse_from(["scorecast"]).unwrap()).unwrap();
+        assert_eq!(s.trusted_proxies.len(), 2);
+        assert_eq!(s.forwarded_header, ForwardedHeader::Forwarded);
+        assert_eq!(
+            s.trusted_proxies[0].0.to_string(),
+            "127.0.0.1/32",
+            "an address"
+        );
+        assert!(s.trusted_proxies[1]
+            .0
+            .contains(&"10.2.3.4".parse::<std::net::IpAddr>().unwrap()));
+        env.set("SCORECAST_TRUSTED_PROXIES", "proxy.example");
+        assert!(Cli::try_parse_from(["scorecast"]).is_err());
+
+        drop(env);
+        let _env = CleanEnv::new();
+        let dir = std::env::temp_dir().join(format!("sc-cfg-proxies-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        std::fs::write(
+            &file,
+            "trusted_proxies = [\"::1\", \"192.0.2.0/24\"]\nforwarded_header = \"x-forwarded-for\"\n",
+        )
+        .unwrap();
+        let cli = Cli {
+            config: Some(file.clone()),
+            ..Default::default()
+        };
+        let s = Settings::load(&cli).unwrap();
+        assert_eq!(s.trusted_proxies[0].0.to_string(), "::1/128");
+        assert_eq!(s.forwarded_header, ForwardedHeader::XForwardedFor);
+        std::fs::write(&file, "trusted_proxies = [\"10.0.0.300\"]\n").unwrap();
+        assert!(Settings::load(&cli).is_err(), "a bad address in the file");
     }
 
     #[test]

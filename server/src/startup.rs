@@ -59,7 +59,10 @@ impl Application {
         let listener = TcpListener::bind(settings.listen)
             .with_context(|| format!("cannot listen on {}", settings.listen))?;
         let local = listener.local_addr()?;
-        if settings.allowed_origins.is_empty() {
+        if settings.allowed_origins.is_empty() && settings.dev {
+            // The dev profile: any origin, unless a list was configured.
+            settings.allowed_origins = vec!["*".into()];
+        } else if settings.allowed_origins.is_empty() {
             // The server's own origins, from the address it really listens on (port 0 in tests).
             settings.allowed_origins = crate::ws::own_origins(local);
             if !settings.dev && !(local.ip().is_loopback()) {
@@ -129,16 +132,17 @@ impl Application {
             send_buffer_bytes: state.settings.ws.send_buffer_bytes,
             user_timeout: Duration::from_millis(state.settings.ws.slow_client_ms),
         };
+        let cors_settings = state.settings.clone();
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(data.clone())
                 .wrap(actix_web::middleware::Compress::default())
+                .wrap(crate::http::cors(cors_settings.clone()))
                 .wrap_fn(|req, srv| {
                     use actix_web::dev::Service;
                     let fut = srv.call(req);
                     async move {
                         let mut res = fut.await?;
-                        crate::http::cors_v1(&mut res);
                         crate::http::security_headers(&mut res);
                         Ok(res)
                     }

@@ -8,8 +8,8 @@ import { test } from "node:test";
 
 import { WEB_DIR } from "./harness.mjs";
 
-// web/ has no package.json saying "type": "module", so node would read the file as CommonJS;
-// load its source as an ES module instead (it imports nothing).
+// Load its source as an ES module from a data: URL (it imports nothing), independent of how
+// node would classify files under web/.
 const source = readFileSync(path.join(WEB_DIR, "app", "game2048.js"), "utf8");
 const { slideLine, move, spawn, canMove, seededRng, Game, DIRECTIONS } = await import(
   `data:text/javascript;base64,${Buffer.from(source).toString("base64")}`

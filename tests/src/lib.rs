@@ -351,12 +351,28 @@ impl TestApp {
 
     /// A public-read request from another loopback address (Linux routes all of 127/8 to lo).
     pub async fn get_from(&self, ip: [u8; 4], path: &str) -> Resp {
+        self.request_from(ip, Method::GET, path, &[]).await
+    }
+
+    /// A request without a body from loopback address `ip`, with extra `headers` (an `Origin`,
+    /// a forwarding header, …).
+    pub async fn request_from(
+        &self,
+        ip: [u8; 4],
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Resp {
         let http = reqwest::Client::builder()
             .local_address(std::net::IpAddr::from(ip))
             .timeout(Duration::from_secs(10))
             .build()
             .unwrap();
-        let res = http.get(self.url(path)).send().await.expect("request");
+        let mut req = http.request(method, self.url(path));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let res = req.send().await.expect("request");
         let status = res.status();
         let headers = res.headers().clone();
         let text = res.text().await.unwrap_or_default();

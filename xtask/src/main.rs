@@ -29,11 +29,12 @@ usage: cargo xtask <command>
 commands:
   setup                      install what is missing: redis-server, redis-benchmark,
                              the wasm32 target, wasm-bindgen-cli (into .tools/)
-  setup --browser            the same, plus chromium, node and tests/browser/node_modules
+  setup --browser            the same, plus chromium, node, tests/browser/node_modules,
+                             nginx and openssl
   wasm                       build scorecast-shared for wasm32 and bind it into web/pkg
   run [--debug] [-- ARGS]    setup, wasm, then start `scorecast --dev ARGS`, built in the
                              release profile; --debug: the dev profile (faster to rebuild)
-  test [--quick] [-- FILTER] setup, then fmt, clippy (native and wasm32), wasm build,
+  test [--quick] [-- FILTER] setup (nginx and openssl too), then fmt, clippy (native and wasm32), wasm build,
                              wasm size (budget: 40 KiB gzipped), cargo test, wasm tests,
                              browser tests;
                              --quick runs `cargo test` only; FILTER goes to the test runners
@@ -91,11 +92,13 @@ fn try_main() -> Result<ExitCode> {
         "test" => {
             let (flags, filter) = split_flags(&rest, &["--quick"])?;
             let quick = flags.contains(&"--quick");
-            let needs = if quick {
+            let mut needs = if quick {
                 setup::Needs::redis_only()
             } else {
                 setup::Needs::everything()
             };
+            // The end-to-end tests put nginx in front of the server, quick or not.
+            needs.proxy = true;
             let tools = setup::run(&ctx, needs)?;
             tasks::test(&ctx, &tools, quick, &filter)?;
         }

@@ -225,6 +225,9 @@ pub fn test(ctx: &Ctx, tools: &Tools, quick: bool, filter: &[String]) -> Result<
     steps.run("cargo test", || {
         let mut cmd = ctx.cargo(["test", "--workspace"]);
         with_filter(&mut cmd, filter);
+        if let Some(nginx) = &tools.nginx {
+            cmd.env("SCORECAST_NGINX", nginx);
+        }
         run(cmd.env("SCORECAST_REDIS_SERVER", &tools.redis_server))
     })?;
 

@@ -52,16 +52,17 @@ impl FromRequest for ReadLimit {
 
     fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
         let st = state(req);
-        let addr = req
-            .peer_addr()
-            .map(|a| a.ip().to_string())
-            .unwrap_or_else(|| "unknown".into());
+        let addr = st
+            .settings
+            .client_ip(req.peer_addr(), req.headers())
+            .map_or_else(|| "unknown".into(), |ip| ip.to_string());
         Box::pin(async move {
             let policy = &st.settings.public_limit;
             let info = st.limiter.try_acquire(policy, &addr).await?;
             if info.allowed {
                 Ok(ReadLimit(info))
             } else {
+                tracing::debug!(client = %addr, "public read limit reached");
                 Err(AppError::rate_limited(
                     format!(
                         "at most {} reads per {} ms from one address",

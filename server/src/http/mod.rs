@@ -111,23 +111,41 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(asyncapi::asyncapi_json);
 }
 
-/// `/v1` reads allow any origin (no credentials), errors included, so a browser can
-/// read a 429 and its `RateLimit-*` headers; `/admin` gets no CORS headers at all.
-pub fn cors_v1<B>(res: &mut actix_web::dev::ServiceResponse<B>) {
-    use actix_web::http::header::{HeaderName, HeaderValue};
-    if res.request().path().starts_with("/v1/") {
-        let h = res.headers_mut();
-        h.insert(
-            HeaderName::from_static("access-control-allow-origin"),
-            HeaderValue::from_static("*"),
-        );
-        h.insert(
-            HeaderName::from_static("access-control-expose-headers"),
-            HeaderValue::from_static(
-                "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset",
-            ),
-        );
-    }
+/// The paths a page on another allowed origin may use: the SDK (`/sdk`), the protocol code it
+/// loads (`/pkg`) and the public API (`/v1`). `/admin`, `/ws` (which checks its Origin itself)
+/// and the rest get no CORS headers.
+pub fn cors_path(path: &str) -> bool {
+    ["/sdk/", "/pkg/", "/v1/"]
+        .iter()
+        .any(|p| path.starts_with(p))
+}
+
+/// CORS for [`cors_path`]s, governed by `allowed_origins` (`*` allows any): an allowed origin
+/// gets `Access-Control-Allow-Origin` (its own, with `Vary: Origin`), errors included, and the
+/// rate-limit headers exposed; a preflight (`OPTIONS` with `Access-Control-Request-Method`) is
+/// answered 200 for it and 400 for any other origin or path. A request from an origin that is
+/// not allowed is served without the header, so the browser withholds the answer from the page.
+pub fn cors(settings: std::sync::Arc<crate::config::Settings>) -> actix_cors::Cors {
+    use actix_web::http::{header, Method};
+    actix_cors::Cors::default()
+        .allowed_origin_fn(move |origin, head| {
+            cors_path(head.uri.path())
+                && origin
+                    .to_str()
+                    .is_ok_and(|o| crate::ws::origin_allowed(Some(o), &settings))
+        })
+        .allowed_methods([Method::GET, Method::POST])
+        .allowed_headers([header::CONTENT_TYPE, header::AUTHORIZATION])
+        .expose_headers([
+            header::RETRY_AFTER,
+            header::HeaderName::from_static("ratelimit-limit"),
+            header::HeaderName::from_static("ratelimit-remaining"),
+            header::HeaderName::from_static("ratelimit-reset"),
+        ])
+        .max_age(3600)
+        // Not allowed: served without CORS headers (a same-origin page, a non-browser client
+        // and `/ws` keep working), never answered with an error of the middleware's own.
+        .block_on_origin_mismatch(false)
 }
 
 /// The Content-Security-Policy of the HTML pages (`/`, `/play`, `/admin` and every `.html` of the

@@ -1,4 +1,4 @@
-//! Public reads (`/v1`): any origin may read (CORS `*`, no credentials), rate-limited per
+//! Public reads (`/v1`): the allowed origins may read (CORS, no credentials), rate-limited per
 //! client address.
 
 use actix_web::{get, post, web, HttpResponse};

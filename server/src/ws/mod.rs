@@ -52,14 +52,12 @@ pub fn own_origins(addr: SocketAddr) -> Vec<String> {
     out
 }
 
-/// Whether a browser page from `origin` may open a WebSocket (`docs/protocol.md`, "Connecting"): requests without an
-/// Origin (non-browser clients) pass; `--dev` allows any; otherwise `allowed_origins` (filled
-/// with [`own_origins`] at start-up when not configured). `*` in the list allows any.
+/// Whether a browser page from `origin` may open a WebSocket or use the SDK and `/v1` across
+/// origins (`docs/protocol.md`, "Connecting"): requests without an Origin (non-browser clients)
+/// pass; otherwise `allowed_origins`, filled at start-up when not configured with `*` under
+/// `--dev` and with [`own_origins`] otherwise. `*` in the list allows any.
 pub fn origin_allowed(origin: Option<&str>, settings: &Settings) -> bool {
     let Some(origin) = origin else { return true };
-    if settings.dev {
-        return true;
-    }
     let origin = normalise(origin);
     settings
         .allowed_origins
@@ -83,7 +81,12 @@ async fn upgrade(
         )
         .into());
     }
-    let mut member = st.hub.admit(req.peer_addr().map(|a| a.ip()))?;
+    let client = st.settings.client_ip(req.peer_addr(), req.headers());
+    let shown = client.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+    let mut member = st.hub.admit(client).inspect_err(|_| {
+        tracing::info!(client = %shown, "WebSocket refused: connections per address at the cap");
+    })?;
+    tracing::debug!(session = member.id(), client = %shown, "WebSocket connected");
     let (res, socket, frames) = actix_ws::handle(&req, body)?;
     // The address slot lives as long as the TCP connection, not only the session: a client
     // closed for being slow counts against the cap until its socket is really gone.
@@ -143,11 +146,11 @@ mod tests {
         assert!(origin_allowed(Some("http://localhost:8080/"), &s));
         assert!(!origin_allowed(Some("http://evil.example"), &s));
         assert!(!origin_allowed(Some("http://127.0.0.1:8081"), &s));
-        let dev = Settings {
-            dev: true,
+        let any = Settings {
+            allowed_origins: vec!["*".into()],
             ..Settings::default()
         };
-        assert!(origin_allowed(Some("http://evil.example"), &dev));
+        assert!(origin_allowed(Some("http://evil.example"), &any));
         let listed = Settings {
             allowed_origins: vec!["https://game.example".into()],
             ..Settings::default()

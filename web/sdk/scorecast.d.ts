@@ -1,0 +1,107 @@
+// Types of the Scorecast browser SDK (scorecast.js beside this file). The protocol's messages
+// are described in docs/protocol.md; the fields below are the ones the SDK itself relies on.
+
+export {
+  formatThousands,
+  formatCompact,
+  formatOrdinal,
+  formatRank,
+  formatAgo,
+  isValidId,
+  protocolVersion,
+} from "../pkg/scorecast.js";
+
+/** The connection's state. */
+export type ConnState = "connecting" | "open" | "reconnecting" | "closed";
+
+/** The views a client can subscribe to. */
+export type View = "top" | "me" | "around";
+
+/** One ranked entry of a `top` or `around` push. */
+export interface Entry {
+  rank: number;
+  player: string;
+  score: number;
+  name?: string;
+  [field: string]: unknown;
+}
+
+/** The answer to an accepted submission. */
+export interface Ack {
+  type: "ack";
+  id: string;
+  board: string;
+  score: number;
+  rank: number | null;
+  previous_rank: number | null;
+  duplicate: boolean;
+  [field: string]: unknown;
+}
+
+/** A view's snapshot or push (`top`, `around`, or `rank` for "me"). */
+export interface ViewMessage {
+  type: "top" | "around" | "rank";
+  board: string;
+  entries?: Entry[];
+  rank?: number | null;
+  score?: number | null;
+  [field: string]: unknown;
+}
+
+/** An error answered by Scorecast: `code` is the protocol's error code. */
+export class ScorecastError extends Error {
+  constructor(code: string, message?: string, extra?: Record<string, unknown>);
+  code: string;
+  /** For `rate_limited`: how long to wait before retrying. */
+  retryAfterMs?: number;
+  /** For an HTTP refusal (`Scorecast.guest`): its status. */
+  status?: number;
+  /** For a refused submission: its id. */
+  id?: string;
+}
+
+export interface ConnectOptions {
+  /** Default: ws(s)://<host that served scorecast.js>/ws. */
+  url?: string;
+  /** A player token; without one the connection is a spectator until `hello`. */
+  token?: string;
+  onState?: (state: ConnState) => void;
+  onError?: (err: ScorecastError) => void;
+  onNotify?: (msg: Record<string, unknown>) => void;
+  /** Resolve at the first `welcome` (default) or at once. */
+  wait?: boolean;
+}
+
+export type Unsubscribe = () => void;
+
+export class Scorecast {
+  /** Loads the protocol module (wasm) once. */
+  static ready(): Promise<unknown>;
+  static connect(opts?: ConnectOptions): Promise<Scorecast>;
+  /** Dev servers only: a guest token for `guest-<name>` (`POST /v1/guest` on `baseUrl`). */
+  static guest(name: string, opts?: { baseUrl?: string | URL }): Promise<{ player: string; token: string }>;
+
+  readonly url: string;
+  readonly state: ConnState;
+  readonly player: string | null;
+  /** Submissions sent or queued and not yet answered. */
+  readonly pendingCount: number;
+
+  /** Authenticates; resolves with the player id. */
+  hello(token: string): Promise<string>;
+  /** Adds `points`; retried with the same id across reconnects, counted once. */
+  submit(board: string, points: number): Promise<Ack>;
+  subscribe(board: string, view: View, opts: { limit?: number; radius?: number }, callback: (msg: ViewMessage) => void): Unsubscribe;
+  subscribe(board: string, view: View, callback: (msg: ViewMessage) => void): Unsubscribe;
+  on(event: "state", fn: (state: ConnState) => void): Unsubscribe;
+  on(event: "error" | "notify" | "welcome" | "message", fn: (msg: any) => void): Unsubscribe;
+  /** Stops for good; pending submissions reject with `closed`. */
+  close(): void;
+}
+
+/** Delay before reconnect attempt `n` (0-based): full jitter over an exponential ceiling. */
+export function backoffMs(n: number, base?: number, cap?: number, rng?: () => number): number;
+/** A fresh submission id. */
+export function newSubmissionId(): string;
+
+export default Scorecast;
