@@ -23,6 +23,8 @@ pub struct Needs {
     pub wasm: bool,
     /// Chromium, node, npm and `tests/browser/node_modules`.
     pub browser: bool,
+    /// nginx and openssl, for the end-to-end test behind a TLS reverse proxy.
+    pub proxy: bool,
 }
 
 impl Needs {
@@ -30,18 +32,21 @@ impl Needs {
         Needs {
             wasm: false,
             browser: false,
+            proxy: false,
         }
     }
     pub fn toolchain() -> Self {
         Needs {
             wasm: true,
             browser: false,
+            proxy: false,
         }
     }
     pub fn everything() -> Self {
         Needs {
             wasm: true,
             browser: true,
+            proxy: true,
         }
     }
 }
@@ -50,6 +55,8 @@ impl Needs {
 pub struct Tools {
     pub redis_server: PathBuf,
     pub redis_benchmark: PathBuf,
+    /// nginx, when the command needs it (`Needs::proxy`).
+    pub nginx: Option<PathBuf>,
     wasm: Option<WasmTools>,
     browser: Option<BrowserTools>,
 }
@@ -92,6 +99,14 @@ pub fn run(ctx: &Ctx, needs: Needs) -> Result<Tools> {
         last_word(probe(Command::new(p).arg("--version"))?)
     })?;
 
+    let nginx = if needs.proxy {
+        require("openssl", |p| probe(Command::new(p).arg("version")))?;
+        // "nginx version: nginx/1.22.1" (on stderr, which probe does not read): the package's.
+        Some(require("nginx", |_| nginx_package_version())?)
+    } else {
+        None
+    };
+
     let wasm = if needs.wasm {
         ensure_wasm_target()?;
         Some(ensure_wasm_bindgen(ctx)?)
@@ -112,6 +127,7 @@ pub fn run(ctx: &Ctx, needs: Needs) -> Result<Tools> {
     Ok(Tools {
         redis_server,
         redis_benchmark,
+        nginx,
         wasm,
         browser,
     })
@@ -125,6 +141,14 @@ fn install_missing_system_packages(needs: Needs) -> Result<()> {
     let mut packages: Vec<&str> = Vec::new();
     if find("redis-server").is_none() || find("redis-benchmark").is_none() {
         packages.extend(["redis-server", "redis-tools"]);
+    }
+    if needs.proxy {
+        if find("nginx").is_none() {
+            packages.push("nginx");
+        }
+        if find("openssl").is_none() {
+            packages.push("openssl");
+        }
     }
     if needs.browser {
         if chromium_path().is_none() {
@@ -165,6 +189,12 @@ fn install_missing_system_packages(needs: Needs) -> Result<()> {
     )
     .with_context(|| format!("could not install {list}"))?;
     Ok(())
+}
+
+/// The installed nginx package's version (dpkg), since `nginx -v` prints to stderr.
+fn nginx_package_version() -> Option<String> {
+    probe(Command::new("dpkg-query").args(["-W", "-f", "${Version}", "nginx"]))
+        .or_else(|| Some("(not from a Debian package)".into()))
 }
 
 fn find(name: &str) -> Option<PathBuf> {
