@@ -327,8 +327,22 @@ for _, p in ipairs(players) do submit_player(p, by_player[p]) end
 -- One audit entry, one seq bump and one event for the whole batch.
 local results = cmsgpack.pack(out)
 if accepted > 0 then
-  redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', LOG_MAXLEN, '*',
+  local id = redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', LOG_MAXLEN, '*',
     'season', season, 'time_ms', now, 'op', cfg_op, 'subs', ARGV[3], 'results', results)
+  -- An admin's score changes (skip_limit '1') accepted in this batch also go to the moderation
+  -- history, as an entry of the same shape holding only them (lib.lua, modlog_add).
+  local msubs, mres = {}, {out[1]}
+  for i = 1, #S, 6 do
+    local at = 1 + (i - 1) / 6 * 7
+    if S[i + 5] == '1' and out[at + 1] == 1 then
+      for f = 0, 5 do msubs[#msubs + 1] = S[i + f] end
+      for f = 1, 7 do mres[#mres + 1] = out[at + f] end
+    end
+  end
+  if #msubs > 0 then
+    modlog_add(prefix, id, {'season', season, 'time_ms', now, 'op', cfg_op,
+      'subs', cmsgpack.pack(msubs), 'results', cmsgpack.pack(mres)})
+  end
 end
 local event = ''
 if nc > 0 then
