@@ -6,6 +6,7 @@ mod cluster_pubsub;
 mod hardening;
 mod live_ranks;
 mod moderation;
+mod moderation_kept;
 mod notify_jobs;
 mod operator;
 mod packing;
