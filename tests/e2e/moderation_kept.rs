@@ -407,3 +407,91 @@ async fn a_ban_on_every_board_converges_after_a_crash_mid_request() {
         .await;
     assert_eq!(accepted.status, 200, "{:?}", accepted.body);
 }
+
+/// A step of an intent replaced meanwhile changes nothing: the ban's intent applied again after
+/// its lift (an instance that was slow, or resumed late) leaves every board unbanned, and the
+/// lift's intent applied again after a new ban leaves every board banned.
+#[tokio::test]
+async fn a_stale_step_of_a_ban_on_every_board_changes_nothing() {
+    use scorecast_server::store::Intent;
+    let app = spawn_app().await;
+    for b in ["s1", "s2", "s3"] {
+        app.board(b, json!({})).await;
+    }
+    let mut c = app.redis_conn().await;
+    let boards: Vec<String> = ["s1", "s2", "s3"].map(String::from).to_vec();
+    assert_eq!(ban(&app, "oz", json!({"reason": "r1"})).await.status, 200);
+    let record: String = c.hget("sc:bans", "oz").await.unwrap();
+    let v_ban: i64 = c.hget("sc:bans", "#oz").await.unwrap();
+    let stale_ban = Intent::Ban { v: v_ban, record };
+    assert_eq!(
+        app.call(Method::DELETE, "/admin/bans/oz", None, true)
+            .await
+            .status,
+        204
+    );
+    app.state
+        .store
+        .apply_intent("oz", &stale_ban)
+        .await
+        .unwrap();
+    assert_eq!(enforced(&mut c, &boards, "oz").await, 0);
+
+    let stale_lift = Intent::Lift {
+        v: v_ban + 1,
+        layer: "+".into(),
+        why: "lifted".into(),
+    };
+    assert_eq!(ban(&app, "oz", json!({"reason": "r2"})).await.status, 200);
+    app.state
+        .store
+        .apply_intent("oz", &stale_lift)
+        .await
+        .unwrap();
+    assert_eq!(enforced(&mut c, &boards, "oz").await, 3);
+    let pending: usize = c.hlen("{sc:bans}:intents").await.unwrap();
+    assert_eq!(pending, 0);
+}
+
+/// Bans and lifts on every board raced against each other (8 rounds of 6 concurrent requests
+/// over 40 boards): once they are all answered, every board agrees with the ban list — all
+/// enforce the ban if it is listed, none if not — and no intent is left pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raced_bans_and_lifts_on_every_board_agree_with_the_ban_list() {
+    let app = spawn_app().await;
+    let boards: Vec<String> = (0..40).map(|i| format!("r{i:02}")).collect();
+    for b in &boards {
+        app.board(b, json!({})).await;
+    }
+    let mut c = app.redis_conn().await;
+    let (mut listed_rounds, mut unlisted_rounds) = (0, 0);
+    for round in 0..8 {
+        let reqs = (0..6).map(|i| {
+            let app = &app;
+            async move {
+                if (i + round) % 2 == 0 {
+                    ban(app, "ray", json!({"reason": format!("r{round}.{i}")})).await;
+                } else {
+                    app.call(Method::DELETE, "/admin/bans/ray", None, true)
+                        .await;
+                }
+            }
+        });
+        futures_util::future::join_all(reqs).await;
+        let listed: bool = c.hexists("sc:bans", "ray").await.unwrap();
+        let n = enforced(&mut c, &boards, "ray").await;
+        let pending: usize = c.hlen("{sc:bans}:intents").await.unwrap();
+        assert_eq!(pending, 0, "round {round}");
+        assert_eq!(
+            n,
+            if listed { boards.len() } else { 0 },
+            "round {round}: listed {listed}, {n} boards enforce"
+        );
+        if listed {
+            listed_rounds += 1;
+        } else {
+            unlisted_rounds += 1;
+        }
+    }
+    println!("raced: {listed_rounds} rounds ended banned, {unlisted_rounds} lifted");
+}

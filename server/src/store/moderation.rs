@@ -212,11 +212,12 @@ impl Store {
                 // An expiry of a ban renewed or lifted meanwhile: nothing to do.
                 Lift::Expired { .. } => Ok(false),
                 // No ban on every board: each board's own, if any (nothing written where there is
-                // none).
+                // none). Not the layer on every board: a ban on every board given meanwhile
+                // owns it (its intent has a version; this lift has none).
                 Lift::Lifted => {
                     let mut any = false;
                     for (board, _) in self.boards().await? {
-                        match self.unban_on(&board, player, Layer::Both, lift).await {
+                        match self.unban_on(&board, player, Layer::Board, lift).await {
                             Ok(lifted) => any |= lifted,
                             Err(e) if e.code == ErrorCode::UnknownBoard => {}
                             Err(e) => return Err(e),
