@@ -11,7 +11,8 @@
 -- board; `*` is not an id character): two layers that neither replaces nor lifts the other.
 -- lua/submit.lua refuses the player's submissions while either is there. Moves the player's entry of every kept season (and the current one) to
 -- `held:<player>` (season -> stored score), so reads and views no longer see it, and writes an
--- audit-log entry. A change event tells views of the current season the entry is gone.
+-- audit-log entry (and its copy in the moderation history, lib.lua `audit`). A change event
+-- tells views of the current season the entry is gone.
 -- Banning a player banned in the same layer replaces that layer's record (entries are already
 -- held).
 --

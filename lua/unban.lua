@@ -12,9 +12,10 @@
 --          than the last step of the layer on every board here changes nothing, and a newer one
 --          is recorded as that last step (so an older ban arriving late changes nothing)
 --
--- Writes an audit-log entry. Once no layer is left, puts back every held entry of a season the
--- board still keeps (a season dropped meanwhile is gone with its entries), drops the hold, and
--- tells views of the current season the entry is back.
+-- Writes an audit-log entry (and its copy in the moderation history). Once no layer is left,
+-- puts back every held entry of a season the board still keeps (a season dropped meanwhile is
+-- gone with its entries), drops the hold, and tells views of the current season the entry is
+-- back.
 --
 -- Returns {'ok', lifted (0/1), entries restored} or {'err', code, message}.
 

@@ -1,9 +1,11 @@
 //! Moderation (`docs/protocol.md`, "Moderation"): bans, board deletion, the audit log paged by
 //! cursor. A ban on one board is one script on that board's slot (`lua/ban.lua`,
 //! `lua/unban.lua`); a ban on every board is the same script on each board plus the `sc:bans`
-//! index (`lua/ban_index.lua`), which boards created later take their bans from. On a board the
-//! two are separate layers ([`Layer`]): neither replaces nor lifts the other, and the player is
-//! banned there while either stands.
+//! index (`lua/ban_index.lua`), which boards created later take their bans from. A ban or lift
+//! on every board is recorded first as a versioned [`Intent`] (with the index, in one script),
+//! then applied board by board, and resumed after a crash by the job workers
+//! (`jobs::worker`). On a board the two are separate layers ([`Layer`]): neither replaces nor
+//! lifts the other, and the player is banned there while either stands.
 
 use redis::{AsyncCommands, Value};
 use scorecast_shared::{ErrorCode, Id};
