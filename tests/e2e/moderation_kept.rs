@@ -80,7 +80,8 @@ async fn entries_with_action(app: &TestApp, key: &str, action: &str) -> usize {
 
 /// A ban, then 1 500 submission batches of other players: the board's log has dropped the ban
 /// entry (the traffic trimmed it), yet the player's history (`GET /admin/boards/{b}/log?player=`)
-/// still shows the ban with its reason, from the moderation history, and pages on to it by cursor.
+/// still shows the ban with its reason and the admin's score change before it, both from the
+/// moderation history, and pages on to them by cursor.
 #[tokio::test]
 async fn moderation_history_outlives_the_submission_traffic() {
     const BATCHES: usize = 1_500;
