@@ -333,12 +333,15 @@ impl Store {
         if boards.is_empty() {
             return Ok(out);
         }
-        let mut pipe = redis::pipe();
-        for (board, _) in &boards {
-            pipe.hvals(keys::bans(board));
-        }
-        let mut c = self.conn.clone();
-        let per_board: Vec<Vec<String>> = pipe.query_async(&mut c).await?;
+        // Concurrent HVALS, which the multiplexed connection pipelines (not one pipeline: on a
+        // cluster each board's key lives in its own slot, each read is routed to its node).
+        let c = self.conn.clone();
+        let per_board: Vec<Vec<String>> =
+            futures_util::future::try_join_all(boards.iter().map(|(board, _)| {
+                let mut c = c.clone();
+                async move { c.hvals::<_, Vec<String>>(keys::bans(board)).await }
+            }))
+            .await?;
         for raw in per_board {
             let mut bans: Vec<Ban> = decode_bans(raw)
                 .into_iter()
