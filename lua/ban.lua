@@ -17,8 +17,10 @@
 -- held).
 --
 -- Idempotent: the same record again changes nothing (an intent resumed after a crash). A ban
--- on every board older than the last step of that layer here (`#<player>`, its version) changes
--- nothing either: a lift or a ban given later reached this board first.
+-- on every board older than the last step of that layer here (`ban_versions`, player -> the
+-- version) changes nothing either: a lift or a ban given later reached this board first. The
+-- versions are a hash of their own, so `bans` still disappears with its last ban (submit.lua
+-- reads it only where it exists).
 --
 -- Returns {'ok', seasons held (count)} or {'err', code, message}.
 
@@ -32,9 +34,9 @@ local current = current_season(prefix, cfg, now)
 
 local bans = prefix .. 'bans'
 if ARGV[7] ~= '' then
-  local last = redis.call('HGET', bans, '#' .. player)
+  local last = redis.call('HGET', prefix .. 'ban_versions', player)
   if last and tonumber(last) > tonumber(ARGV[7]) then return {'ok', 0} end
-  redis.call('HSET', bans, '#' .. player, ARGV[7])
+  redis.call('HSET', prefix .. 'ban_versions', player, ARGV[7])
 end
 if redis.call('HGET', bans, ARGV[6] .. player) == ARGV[2] then return {'ok', 0} end
 redis.call('HSET', bans, ARGV[6] .. player, ARGV[2])

@@ -9,8 +9,9 @@
 -- ARGV[5]  the layers to lift: '' this board's own ban, '*' this board's copy of a ban on every
 --          board, '+' both (lua/ban.lua)
 -- ARGV[6]  the version of a lift on every board ('' = none; lua/ban_index.lua): a lift older
---          than the last step of the layer on every board here changes nothing, and a newer one
---          is recorded as that last step (so an older ban arriving late changes nothing)
+--          than the last step of the layer on every board here (`ban_versions`) changes
+--          nothing, and a newer one is recorded as that last step (so an older ban arriving
+--          late changes nothing)
 --
 -- Writes an audit-log entry (and its copy in the moderation history). Once no layer is left,
 -- puts back every held entry of a season the board still keeps (a season dropped meanwhile is
@@ -26,9 +27,9 @@ if not cfg then return {'err', 'unknown_board', 'no board ' .. board} end
 local player = ARGV[1]
 local bans = prefix .. 'bans'
 if ARGV[6] ~= '' then
-  local last = redis.call('HGET', bans, '#' .. player)
+  local last = redis.call('HGET', prefix .. 'ban_versions', player)
   if last and tonumber(last) > tonumber(ARGV[6]) then return {'ok', 0, 0} end
-  redis.call('HSET', bans, '#' .. player, ARGV[6])
+  redis.call('HSET', prefix .. 'ban_versions', player, ARGV[6])
 end
 local layers = ARGV[5] == '+' and {'', '*'} or {ARGV[5]}
 local lifted = 0

@@ -31,8 +31,9 @@ pub fn rewards(board: &Id) -> String {
 }
 
 /// `lb:{<board>}:bans`: player -> ban record (JSON); `lua/submit.lua` refuses their submissions.
-/// `*<player>` is the board's copy of a ban on every board, `#<player>` the version of the last
-/// step of that layer applied here (`lua/ban_index.lua`).
+/// `*<player>` is the board's copy of a ban on every board. Beside it, `lb:{<board>}:ban_versions`
+/// (player -> the version of the last step of a ban or lift on every board applied here,
+/// `lua/ban_index.lua`), built by the scripts from the board's prefix.
 pub fn bans(board: &Id) -> String {
     format!("lb:{{{board}}}:bans")
 }
