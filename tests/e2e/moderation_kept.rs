@@ -506,3 +506,74 @@ async fn raced_bans_and_lifts_on_every_board_agree_with_the_ban_list() {
         assert!(!exists, "{b} still has a bans hash");
     }
 }
+
+struct NoNotify;
+
+impl scorecast_server::jobs::Notifier for NoNotify {
+    fn notify<'a>(
+        &'a self,
+        _: &'a scorecast_shared::Id,
+        _: &'a str,
+        _: &'a Value,
+    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
+        Box::pin(futures_util::future::ready(Ok(0)))
+    }
+}
+
+/// The expiry of a ban on every board goes through an intent like an admin's lift: at
+/// `until_ms` the `ban.lift` job frees every board, leaves no intent pending, and each board's
+/// moderation history records the `unban` with reason `expired` after the `ban`.
+#[tokio::test]
+async fn an_expired_ban_on_every_board_is_lifted_everywhere_and_recorded() {
+    const T0: i64 = 1_741_608_000_000;
+    let app = scorecast_tests::spawn_app_with(
+        |s| s.workers = false,
+        scorecast_server::clock::Clock::manual(T0),
+    )
+    .await;
+    let boards: Vec<String> = ["x1", "x2", "x3"].map(String::from).to_vec();
+    for b in &boards {
+        app.board(b, json!({})).await;
+    }
+    let r = ban(
+        &app,
+        "uma",
+        json!({"reason": "flood", "until_ms": T0 + 60_000}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let mut c = app.redis_conn().await;
+    assert_eq!(enforced(&mut c, &boards, "uma").await, 3);
+
+    app.clock.set(T0 + 60_000);
+    let (job, ok) = scorecast_server::jobs::run_next(&app.state, &NoNotify)
+        .await
+        .unwrap()
+        .expect("a due job");
+    assert_eq!((job.kind.as_str(), ok), ("ban.lift", true));
+    assert_eq!(enforced(&mut c, &boards, "uma").await, 0);
+    let pending: usize = c.hlen("{sc:bans}:intents").await.unwrap();
+    assert_eq!(pending, 0);
+    for b in &boards {
+        let r: redis::streams::StreamRangeReply =
+            c.xrange_all(format!("lb:{{{b}}}:modlog")).await.unwrap();
+        let got: Vec<(String, String)> = r
+            .ids
+            .iter()
+            .map(|e| {
+                (
+                    e.get::<String>("action").unwrap_or_default(),
+                    e.get::<String>("reason").unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("ban".to_owned(), "flood".to_owned()),
+                ("unban".to_owned(), "expired".to_owned())
+            ],
+            "{b}"
+        );
+    }
+}
