@@ -5,14 +5,22 @@
 -- ARGV[1]  player   ARGV[2] the ban record (JSON, stored as is)   ARGV[3] reason ('' = none)
 -- ARGV[4]  until_ms ('' = until lifted)   ARGV[5] now_ms override ('' = TIME)
 -- ARGV[6]  '' for this board's own ban, '*' for this board's copy of a ban on every board
+-- ARGV[7]  the version of that ban on every board ('' = none; lua/ban_index.lua)
 --
 -- Records the ban in `bans` under `<player>` (this board's own) or `*<player>` (a ban on every
 -- board; `*` is not an id character): two layers that neither replaces nor lifts the other.
 -- lua/submit.lua refuses the player's submissions while either is there. Moves the player's entry of every kept season (and the current one) to
 -- `held:<player>` (season -> stored score), so reads and views no longer see it, and writes an
--- audit-log entry. A change event tells views of the current season the entry is gone.
+-- audit-log entry (and its copy in the moderation history, lib.lua `audit`). A change event
+-- tells views of the current season the entry is gone.
 -- Banning a player banned in the same layer replaces that layer's record (entries are already
 -- held).
+--
+-- Idempotent: the same record again changes nothing (an intent resumed after a crash). A ban
+-- on every board older than the last step of that layer here (`ban_versions`, player -> the
+-- version) changes nothing either: a lift or a ban given later reached this board first. The
+-- versions are a hash of their own, so `bans` still disappears with its last ban (submit.lua
+-- reads it only where it exists).
 --
 -- Returns {'ok', seasons held (count)} or {'err', code, message}.
 
@@ -24,7 +32,14 @@ local player = ARGV[1]
 local now = now_ms(ARGV[5])
 local current = current_season(prefix, cfg, now)
 
-redis.call('HSET', prefix .. 'bans', ARGV[6] .. player, ARGV[2])
+local bans = prefix .. 'bans'
+if ARGV[7] ~= '' then
+  local last = redis.call('HGET', prefix .. 'ban_versions', player)
+  if last and tonumber(last) > tonumber(ARGV[7]) then return {'ok', 0} end
+  redis.call('HSET', prefix .. 'ban_versions', player, ARGV[7])
+end
+if redis.call('HGET', bans, ARGV[6] .. player) == ARGV[2] then return {'ok', 0} end
+redis.call('HSET', bans, ARGV[6] .. player, ARGV[2])
 
 local seasons = redis.call('ZRANGE', prefix .. 'seasons', 0, -1)
 local seen = false
@@ -47,8 +62,8 @@ for _, s in ipairs(seasons) do
   end
 end
 
-redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*',
+audit(prefix, {
   'action', 'ban', 'player', player, 'scope', ARGV[6] == '*' and 'every board' or 'board',
   'reason', ARGV[3], 'until_ms', ARGV[4], 'held', fmt(held),
-  'time_ms', fmt(now))
+  'time_ms', fmt(now)})
 return {'ok', held}

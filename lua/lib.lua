@@ -230,3 +230,23 @@ end
 local function board_of(prefix)
   return string.sub(prefix, 5, -3) -- 'lb:{' .. board .. '}:'
 end
+
+-- The moderation history (docs/protocol.md "Moderation"): a moderation entry of the board's
+-- log is copied, under the same stream id, to `modlog`, which nothing else writes and which
+-- keeps its own MODLOG_MAXLEN entries, so the submission traffic that trims the log cannot
+-- evict it (server/src/store/log.rs reads the log, then the history older than the log).
+local MODLOG_MAXLEN = 10000
+local function modlog_add(prefix, id, fields)
+  local ok = redis.pcall('XADD', prefix .. 'modlog', 'MAXLEN', '~', MODLOG_MAXLEN, id, unpack(fields))
+  -- Only if the history got ahead of the log (it never does: every id of it was a log id).
+  if type(ok) == 'table' and ok.err then
+    redis.call('XADD', prefix .. 'modlog', 'MAXLEN', '~', MODLOG_MAXLEN, '*', unpack(fields))
+  end
+end
+
+-- Writes a moderation entry to the board's log and to its moderation history.
+local function audit(prefix, fields)
+  local id = redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*', unpack(fields))
+  modlog_add(prefix, id, fields)
+  return id
+end

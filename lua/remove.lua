@@ -1,8 +1,13 @@
--- remove.lua: an admin removes a player from the board's current season.
+-- remove.lua: an admin removes a player's entry of the board's current season.
 -- Prepended with lib.lua.
 --
 -- KEYS[1]  lb:{<board>}:config
 -- ARGV[1]  player   ARGV[2] now_ms override ('' = TIME)
+--
+-- The entry is on the board, or held while the player is banned (lua/ban.lua); either way it is
+-- removed, so a held one does not come back when the ban is lifted. A removal from the board
+-- publishes a change event (a held entry is not shown, so nothing changes for views). Writes a
+-- `remove` entry to the board's log and moderation history.
 --
 -- Returns {'ok', removed (0/1)} or {'err', code, message}.
 
@@ -10,13 +15,26 @@ local prefix = string.sub(KEYS[1], 1, -7)
 local board = board_of(prefix)
 local cfg = load_config(KEYS[1])
 if not cfg then return {'err', 'unknown_board', 'no board ' .. board} end
-local season = current_season(prefix, cfg, now_ms(ARGV[2]))
+local now = now_ms(ARGV[2])
+local season = current_season(prefix, cfg, now)
 local key = prefix .. 's:' .. season
+local hold = prefix .. 'held:' .. ARGV[1]
 local old = redis.call('ZSCORE', key, ARGV[1])
-if not old then return {'ok', 0} end
-local prev_rank = rank_of(key, cfg, ARGV[1], tonumber(old))
-redis.call('ZREM', key, ARGV[1])
--- The same event shape as submit.lua's: a `changes` list (here of one).
-publish_change(prefix, board, season,
-  ',"changes":[{"player":"' .. ARGV[1] .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. '}]')
+local held = false
+if old then
+  local prev_rank = rank_of(key, cfg, ARGV[1], tonumber(old))
+  redis.call('ZREM', key, ARGV[1])
+  -- The same event shape as submit.lua's: a `changes` list (here of one).
+  publish_change(prefix, board, season,
+    ',"changes":[{"player":"' .. ARGV[1] .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. '}]')
+else
+  old = redis.call('HGET', hold, season)
+  if not old then return {'ok', 0} end
+  held = true
+  redis.call('HDEL', hold, season)
+end
+audit(prefix, {
+  'action', 'remove', 'player', ARGV[1], 'season', season,
+  'points', fmt(decode(cfg, tonumber(old))), 'held', held and '1' or '0',
+  'time_ms', fmt(now)})
 return {'ok', 1}

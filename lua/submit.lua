@@ -26,7 +26,9 @@
 --
 -- The audit entry (if any submission was accepted): `season`, `time_ms`, `op` (the board's),
 -- `subs` (ARGV[3] as it came) and `results` (the packed results below): server/src/store/log.rs
--- answers one object per submission whose result is 1 (accepted, not a duplicate).
+-- answers one object per submission whose result is 1 (accepted, not a duplicate). The
+-- accepted submissions of an admin (skip_limit '1') are also copied, under the same stream id,
+-- to the moderation history `modlog` (lib.lua, modlog_add), an entry of the same shape.
 --
 -- The hot loop formats numbers with '%d' (istr) or takes them as Redis printed them (the points
 -- argument, ZINCRBY's reply), never with '%.14g'/'%.17g'; on `incr` boards without tie-break
@@ -125,6 +127,7 @@ end
 
 local changes, nc = {}, 0 -- the change event's entries (JSON objects), in the order applied
 local accepted = 0        -- submissions accepted (not duplicates): the audit entry is written if any
+local by_admin = 0        -- of which an admin's (skip_limit '1'): copied to the moderation history
 -- Filled in batch order first, so every later store lands in the table's array part.
 for k = 2, 1 + n_subs * 7 do out[k] = false end
 
@@ -274,6 +277,7 @@ local function submit_player(player, subs)
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
         accepted = accepted + 1
+        if skip_limit == '1' then by_admin = by_admin + 1 end
 
         -- 5. The dedup record (written with the player's others below; a retry later in this
         -- batch finds it in `recs`).
@@ -327,8 +331,22 @@ for _, p in ipairs(players) do submit_player(p, by_player[p]) end
 -- One audit entry, one seq bump and one event for the whole batch.
 local results = cmsgpack.pack(out)
 if accepted > 0 then
-  redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', LOG_MAXLEN, '*',
+  local id = redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', LOG_MAXLEN, '*',
     'season', season, 'time_ms', now, 'op', cfg_op, 'subs', ARGV[3], 'results', results)
+  -- An admin's score changes (skip_limit '1') accepted in this batch also go to the moderation
+  -- history, as an entry of the same shape holding only them (lib.lua, modlog_add).
+  local msubs, mres = {}, {out[1]}
+  for i = 1, by_admin > 0 and #S or 0, 6 do
+    local at = 1 + (i - 1) / 6 * 7
+    if S[i + 5] == '1' and out[at + 1] == 1 then
+      for f = 0, 5 do msubs[#msubs + 1] = S[i + f] end
+      for f = 1, 7 do mres[#mres + 1] = out[at + f] end
+    end
+  end
+  if #msubs > 0 then
+    modlog_add(prefix, id, {'season', season, 'time_ms', now, 'op', cfg_op,
+      'subs', cmsgpack.pack(msubs), 'results', cmsgpack.pack(mres)})
+  end
 end
 local event = ''
 if nc > 0 then

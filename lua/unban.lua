@@ -8,10 +8,15 @@
 -- ARGV[4]  now_ms override ('' = TIME)
 -- ARGV[5]  the layers to lift: '' this board's own ban, '*' this board's copy of a ban on every
 --          board, '+' both (lua/ban.lua)
+-- ARGV[6]  the version of a lift on every board ('' = none; lua/ban_index.lua): a lift older
+--          than the last step of the layer on every board here (`ban_versions`) changes
+--          nothing, and a newer one is recorded as that last step (so an older ban arriving
+--          late changes nothing)
 --
--- Writes an audit-log entry. Once no layer is left, puts back every held entry of a season the
--- board still keeps (a season dropped meanwhile is gone with its entries), drops the hold, and
--- tells views of the current season the entry is back.
+-- Writes an audit-log entry (and its copy in the moderation history). Once no layer is left,
+-- puts back every held entry of a season the board still keeps (a season dropped meanwhile is
+-- gone with its entries), drops the hold, and tells views of the current season the entry is
+-- back.
 --
 -- Returns {'ok', lifted (0/1), entries restored} or {'err', code, message}.
 
@@ -21,6 +26,11 @@ local cfg = load_config(KEYS[1])
 if not cfg then return {'err', 'unknown_board', 'no board ' .. board} end
 local player = ARGV[1]
 local bans = prefix .. 'bans'
+if ARGV[6] ~= '' then
+  local last = redis.call('HGET', prefix .. 'ban_versions', player)
+  if last and tonumber(last) > tonumber(ARGV[6]) then return {'ok', 0, 0} end
+  redis.call('HSET', prefix .. 'ban_versions', player, ARGV[6])
+end
 local layers = ARGV[5] == '+' and {'', '*'} or {ARGV[5]}
 local lifted = 0
 for _, layer in ipairs(layers) do
@@ -61,8 +71,8 @@ for i = 1, #held, 2 do
 end
 if not still then redis.call('DEL', hold) end
 
-redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*',
+audit(prefix, {
   'action', 'unban', 'player', player, 'scope', ARGV[5] == '*' and 'every board' or (ARGV[5] == '+' and 'all' or 'board'),
   'reason', ARGV[2], 'restored', fmt(restored), 'still_banned', still and '1' or '0',
-  'time_ms', fmt(now))
+  'time_ms', fmt(now)})
 return {'ok', 1, restored}

@@ -28,18 +28,31 @@ pub fn generation(board: &Id) -> String {
     format!("lb:{{{board}}}:gen")
 }
 
+/// `lb:{<board>}:modlog` STREAM: the board's moderation history, a copy of the log's moderation
+/// entries under the same ids that only moderation writes (`modlog_add` in `lua/lib.lua`).
+pub fn modlog(board: &Id) -> String {
+    format!("lb:{{{board}}}:modlog")
+}
+
 pub fn rewards(board: &Id) -> String {
     format!("lb:{{{board}}}:rewards")
 }
 
 /// `lb:{<board>}:bans`: player -> ban record (JSON); `lua/submit.lua` refuses their submissions.
+/// `*<player>` is the board's copy of a ban on every board. Beside it, `lb:{<board>}:ban_versions`
+/// (player -> the version of the last step of a ban or lift on every board applied here,
+/// `lua/ban_index.lua`), built by the scripts from the board's prefix.
 pub fn bans(board: &Id) -> String {
     format!("lb:{{{board}}}:bans")
 }
 
 /// `sc:bans`: player -> record of a ban on every board (an index: each board holds the ban too,
-/// and boards created later take it from here).
+/// and boards created later take it from here); `#<player>` its version, `#` the last version.
 pub const BANS: &str = "sc:bans";
+
+/// `{sc:bans}:intents`: player -> the intent of a ban or lift on every board not yet applied to
+/// every board (`lua/ban_index.lua`). Its hash tag is `sc:bans`, so it shares that key's slot.
+pub const BAN_INTENTS: &str = "{sc:bans}:intents";
 
 /// The channel that carries a board's change events. `publish_change` in `lua/lib.lua` spells
 /// the same name (the scripts publish there); the two are checked against each other by the
@@ -147,6 +160,8 @@ mod tests {
         assert_eq!(slot("lb:{foo}:config"), 12182);
         assert_eq!(slot("{}foo"), slot("{}foo"));
         assert_ne!(slot("{}foo"), slot("foo"));
+        // lua/ban_index.lua writes both in one script.
+        assert_eq!(slot(BAN_INTENTS), slot(BANS));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 // letter, and see the live charts fed by /metrics.
 
 import assert from "node:assert/strict";
+import net from "node:net";
 import { after, before, describe, test } from "node:test";
 
 import {
@@ -19,6 +20,21 @@ import {
 } from "./harness.mjs";
 
 const BOARD = "console-b";
+
+/** Sends one command to the redis-server on `port` (RESP) and resolves with its raw reply. */
+function redisCommand(port, ...args) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, "127.0.0.1");
+    const req = `*${args.length}\r\n` + args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("");
+    sock.setTimeout(5000, () => reject(new Error("redis timeout")));
+    sock.on("error", reject);
+    sock.on("connect", () => sock.write(req));
+    sock.once("data", (d) => {
+      sock.destroy();
+      resolve(d.toString());
+    });
+  });
+}
 
 describe("admin console", { timeout: 120_000 }, () => {
   let stack;
@@ -73,6 +89,12 @@ describe("admin console", { timeout: 120_000 }, () => {
       await page.waitForFunction(() => document.querySelectorAll("#top-rows tr[data-player]").length === 2);
       assert.deepEqual(await topPlayers(), ["cheater", "honest"]);
 
+      // A ban stored before until_ms was bounded (2^63 − 1, no date at all): the list still
+      // renders, that row with the number as it came.
+      const legacy = { player: "legacy", board: BOARD, reason: "old", until_ms: 9223372036854775807n, at_ms: 1 };
+      const legacyJson = JSON.stringify(legacy, (_, v) => (typeof v === "bigint" ? `#${v}#` : v)).replace(/"#(\d+)#"/, "$1");
+      assert.match(await redisCommand(stack.redis.port, "HSET", `lb:{${BOARD}}:bans`, "legacy", legacyJson), /^:1/);
+
       // Ban from the row (two clicks: arm, confirm): the row disappears, the ban is listed, and
       // the player's next submission is refused.
       await page.fill("#ban-reason", "impossible score");
@@ -82,6 +104,8 @@ describe("admin console", { timeout: 120_000 }, () => {
       await page.waitForFunction(() => !document.querySelector('#top-rows tr[data-player="cheater"]'));
       assert.deepEqual(await topPlayers(), ["honest"]);
       await page.waitForSelector('#ban-rows tr[data-player="cheater"]');
+      await page.waitForSelector('#ban-rows tr[data-player="legacy"]');
+      assert.match(await page.textContent('#ban-rows tr[data-player="legacy"]'), /old.*9223372036854776000/);
       const refused = await fetch(`${base}/admin/boards/${BOARD}/players/cheater/score`, {
         method: "POST",
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
@@ -94,7 +118,7 @@ describe("admin console", { timeout: 120_000 }, () => {
       await page.click('#top-rows tr[data-player="honest"] button[data-action="history"]');
       await page.waitForSelector('#history-rows tr[data-action="submit"]');
       const { bans } = await admin(base, "GET", "/admin/bans");
-      assert.deepEqual(bans.map((b) => [b.player, b.reason]), [["cheater", "impossible score"]]);
+      assert.deepEqual(bans.map((b) => [b.player, b.reason]), [["cheater", "impossible score"], ["legacy", "old"]]);
 
       // A dead letter: a job with one attempt, claimed and failed.
       await admin(base, "POST", "/admin/queues/mail/jobs", { id: "welcome-1", kind: "email", payload: {}, max_attempts: 1 });

@@ -17,7 +17,7 @@ const PUSH_WITHIN: Duration = Duration::from_secs(5);
 
 /// Two boards whose slots live on different masters, created and scored through instance A and
 /// B crosswise, each watched from the other instance: every push arrives, every script ran on
-/// the master that owns its board.
+/// the master that owns its board; a ban on every board and its lift reach both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn boards_on_different_masters_are_shared_by_two_instances() {
     let cluster = Cluster::start(3, 0).await;
@@ -107,6 +107,37 @@ async fn boards_on_different_masters_are_shared_by_two_instances() {
     assert_eq!(reached, (0, 1), "no session on B, one other instance");
     let n = alice.recv_type("notify").await;
     assert_eq!(n["payload"], json!({"gold": 5}));
+
+    // A ban on every board through A reaches both masters' boards (its intent on the index's
+    // slot, each board's step on its own); its lift through B frees both.
+    let r = a
+        .admin(Method::PUT, "/admin/bans/bob", json!({"reason": "cluster"}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    for board in [&b1, &b2] {
+        let refused = b
+            .admin(
+                Method::POST,
+                &format!("/admin/boards/{board}/players/bob/score"),
+                json!({"points": 1}),
+            )
+            .await;
+        assert_eq!(refused.code(), "forbidden", "{board}");
+    }
+    let lifted = b.call(Method::DELETE, "/admin/bans/bob", None, true).await;
+    assert_eq!(lifted.status, 204, "{:?}", lifted.body);
+    for board in [&b1, &b2] {
+        let ok = a
+            .admin(
+                Method::POST,
+                &format!("/admin/boards/{board}/players/bob/score"),
+                json!({"points": 1}),
+            )
+            .await;
+        assert_eq!(ok.status, 200, "{board}: {:?}", ok.body);
+    }
+    let list = a.call(Method::GET, "/admin/bans", None, true).await;
+    assert_eq!(list.body["bans"], json!([]), "{:?}", list.body);
 }
 
 fn job(n: usize) -> NewJob {

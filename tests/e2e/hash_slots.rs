@@ -139,6 +139,9 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     }
     let (s, _) = call(Method::DELETE, "/admin/bans/alice?board=b", None).await;
     assert_eq!(s, 204);
+    // A lift on every board: its intent, each board's step, then the intent dropped.
+    let (s, _) = call(Method::DELETE, "/admin/bans/bob", None).await;
+    assert_eq!(s, 204);
     let (s, _) = call(Method::DELETE, "/admin/boards/e", None).await;
     assert_eq!(s, 204);
 

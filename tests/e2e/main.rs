@@ -9,6 +9,7 @@ mod hardening;
 mod headers;
 mod live_ranks;
 mod moderation;
+mod moderation_kept;
 mod notify_jobs;
 mod operator;
 mod packing;

@@ -95,6 +95,12 @@ impl ServerProcess {
         assert!(ok, "kill -TERM {} failed", self.pid());
     }
 
+    /// SIGKILL: the process dies at once, whatever it was doing; waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Waits for the process to exit (bounded by three times [`EVENTUALLY`]: a graceful stop
     /// may wait out in-flight work and its HTTP connections first).
     pub fn wait_exit(&mut self) -> Option<ExitStatus> {

@@ -256,6 +256,14 @@ async function ban(board, player) {
 
 // ---- a player's history ----------------------------------------------------------------------
 
+// A time (ms since the epoch) as "YYYY-MM-DD HH:MM:SS" cut to `len` characters, or the number as
+// it came when it is no date (a value stored before it was checked, say 2^63 − 1): one odd row
+// must not keep the others from rendering.
+function timeText(ms, len = 19) {
+  const d = new Date(ms);
+  return Number.isFinite(d.getTime()) ? d.toISOString().replace("T", " ").slice(0, len) : String(ms);
+}
+
 async function showHistory(board, player, cursor = null) {
   history = { board, player, cursor: null };
   $("history-panel").hidden = false;
@@ -272,9 +280,11 @@ async function showHistory(board, player, cursor = null) {
           what === "submit"
             ? `${e.op} ${formatThousands(e.points)} → ${formatThousands(e.score)} (#${e.rank}, ${e.season})`
             : what === "ban"
-              ? [e.reason, e.until_ms ? `until ${new Date(e.until_ms).toISOString()}` : "until lifted"].filter(Boolean).join(", ")
-              : e.reason;
-        const tr = row([new Date(e.time_ms).toISOString().replace("T", " ").slice(0, 19), what, details]);
+              ? [e.reason, e.until_ms ? `until ${timeText(e.until_ms)}` : "until lifted"].filter(Boolean).join(", ")
+              : what === "remove"
+                ? `${formatThousands(e.points)} removed (${e.season}${e.held ? ", held by a ban" : ""})`
+                : e.reason;
+        const tr = row([timeText(e.time_ms), what, details]);
         tr.dataset.action = what;
         return tr;
       }),
@@ -300,7 +310,7 @@ async function refreshBans() {
         b.player,
         b.board ?? "every board",
         b.reason ?? "",
-        b.until_ms ? new Date(b.until_ms).toISOString().slice(0, 16) : "lifted by hand",
+        b.until_ms ? timeText(b.until_ms, 16) : "lifted by hand",
       ]);
       tr.dataset.player = b.player;
       tr.append(actions([["Lift", "lift", () => lift(b)]]));

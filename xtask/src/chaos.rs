@@ -1,5 +1,6 @@
 //! `cargo xtask chaos`: builds and runs the fault run (`scorecast-tests`, bin `chaos`), which
-//! kills redis-server, the server and queue workers mid-load and prints what was lost.
+//! kills redis-server, the server and queue workers mid-load and the server mid-ban, and prints
+//! what was lost (`cargo xtask chaos --only ban` runs the crash-mid-ban scenario alone).
 
 use std::process::Command;
 

@@ -85,7 +85,8 @@ pub async fn score(
     Ok(HttpResponse::Ok().json(st.submit_via(&s, Transport::Http).await?))
 }
 
-/// Removes a player from the board's current season.
+/// Removes a player's entry of the board's current season, on the board or held by a ban (a
+/// held entry removed does not come back on lift). Audited in the moderation history.
 #[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), responses((status = 204), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[delete("/admin/boards/{board}/players/{player}")]
 pub async fn remove(

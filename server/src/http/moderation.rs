@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::extract::Admin;
 use crate::error::{AppError, AppResult};
+use crate::queue::MAX_SCHEDULE_AHEAD_MS;
 use crate::state::AppState;
 use crate::store::{Ban, Layer, Lift, Read};
 
@@ -21,6 +22,23 @@ pub struct BanBody {
     pub reason: Option<String>,
     /// When the ban lifts itself (ms since the epoch, in the future); absent = until lifted.
     pub until_ms: Option<i64>,
+}
+
+/// The one check of a ban's `until_ms`, made before anything is written: in the future and at
+/// most [`MAX_SCHEDULE_AHEAD_MS`] (366 days) ahead, the furthest a `ban.lift` job can be
+/// scheduled.
+pub fn check_until(until_ms: i64, now_ms: i64) -> AppResult<()> {
+    if until_ms <= now_ms {
+        return Err(AppError::bad_request(format!(
+            "until_ms must be in the future (now is {now_ms})"
+        )));
+    }
+    if until_ms > now_ms.saturating_add(MAX_SCHEDULE_AHEAD_MS) {
+        return Err(AppError::bad_request(format!(
+            "until_ms may be at most {MAX_SCHEDULE_AHEAD_MS} ms (366 days) from now (now is {now_ms})"
+        )));
+    }
+    Ok(())
 }
 
 /// Bans a player: their submissions are rejected `forbidden` (a retried submission id
@@ -38,11 +56,7 @@ pub async fn put_ban(
     let board = body.board.as_deref().map(AppState::id).transpose()?;
     let now = st.store.clock().now_ms();
     if let Some(until) = body.until_ms {
-        if until <= now {
-            return Err(AppError::bad_request(format!(
-                "until_ms must be in the future (now is {now})"
-            )));
-        }
+        check_until(until, now)?;
     }
     if let Some(r) = &body.reason {
         if r.chars().count() > MAX_REASON {
@@ -58,14 +72,19 @@ pub async fn put_ban(
         until_ms: body.until_ms,
         at_ms: now,
     };
+    // Every check is above and the board must exist: a refused ban writes nothing. The lift
+    // job comes first, so a ban is never left without it (a job whose ban never came, or was
+    // replaced, finds nothing to lift and does nothing).
+    if let Some(b) = &board {
+        st.store.board(b).await?;
+    }
+    crate::jobs::schedule_ban_lift(&st, &ban).await?;
     match &board {
         Some(b) => {
             st.store.ban_on(b, &ban).await?;
         }
         None => st.store.ban_everywhere(&ban).await?,
     }
-    // The ban stands; if its lift cannot be scheduled, say so (lifting by hand still works).
-    crate::jobs::schedule_ban_lift(&st, &ban).await?;
     tracing::info!(%player, board = ?ban.board, until_ms = ?ban.until_ms, "banned");
     Ok(HttpResponse::Ok().json(ban))
 }

@@ -53,6 +53,7 @@ pub async fn run_next(st: &AppState, notifier: &dyn Notifier) -> AppResult<Optio
 pub fn start(st: &AppState, notifier: Arc<dyn Notifier>) -> Background {
     let (mut bg, stop) = Background::new();
     background::spawn_maintenance(&st.queues, &mut bg, &stop);
+    bg.push(tokio::spawn(resume_intents(st.clone(), stop.clone())));
     for _ in 0..st.settings.queues.job_workers {
         bg.push(tokio::spawn(worker(
             st.clone(),
@@ -61,6 +62,50 @@ pub fn start(st: &AppState, notifier: Arc<dyn Notifier>) -> Background {
         )));
     }
     bg
+}
+
+/// How often the intent resumer looks for bans and lifts on every board left half-applied.
+pub const RESUME_EVERY: Duration = Duration::from_secs(5);
+
+/// Applies the intents of bans and lifts on every board that are pending (`{sc:bans}:intents`,
+/// `Store::apply_intent`): at start-up every one (an instance stopped mid-way left it), then
+/// every [`RESUME_EVERY`] those still pending with the same version as at the previous look (so
+/// an intent an instance is applying right now is normally left to it; applying one twice is
+/// harmless).
+async fn resume_intents(st: AppState, mut stop: watch::Receiver<bool>) {
+    let mut seen: Option<Vec<(String, i64)>> = None;
+    loop {
+        match st.store.pending_intents().await {
+            Ok(pending) => {
+                let now: Vec<(String, i64)> = pending
+                    .iter()
+                    .map(|(p, i)| (p.clone(), i.version()))
+                    .collect();
+                for (player, intent) in &pending {
+                    let stale = seen
+                        .as_ref()
+                        .is_none_or(|s| s.contains(&(player.clone(), intent.version())));
+                    if !stale {
+                        continue;
+                    }
+                    match st.store.apply_intent(player, intent).await {
+                        Ok(_) => {
+                            tracing::info!(%player, version = intent.version(), "resumed a ban or lift on every board")
+                        }
+                        Err(e) => {
+                            tracing::warn!(%player, error = %e, "resuming a ban or lift on every board failed; will retry")
+                        }
+                    }
+                }
+                seen = Some(now);
+            }
+            Err(e) => tracing::warn!(error = %e, "reading pending ban intents failed; will retry"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(RESUME_EVERY) => {}
+            _ = stop.changed() => return,
+        }
+    }
 }
 
 async fn worker(st: AppState, notifier: Arc<dyn Notifier>, mut stop: watch::Receiver<bool>) {

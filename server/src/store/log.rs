@@ -8,6 +8,11 @@
 //! rank` lines, or one event in the entry's own fields (before batching; the ban
 //! scripts' entries are still of that kind). A page can end inside a batch, so a cursor is a
 //! stream id plus how many of that entry's submissions were already returned.
+//!
+//! Past the log's oldest entry a page goes on in the board's moderation history
+//! (`lb:{<board>}:modlog`: bans, lifts, removals and admins' score changes, copied there under
+//! the log's own ids and trimmed only by their own cap), so moderation the log has dropped is
+//! still read, in the same order and with the same cursors.
 
 use redis::streams::StreamId;
 use redis::AsyncCommands;
@@ -98,6 +103,8 @@ impl Store {
             entries: Vec::new(),
             next_cursor: None,
         };
+        let modlog = keys::modlog(board);
+        let cursor_at = cursor.clone();
         // A cursor inside an entry: that entry first, past what was returned of it.
         let (mut end, mut pending) = match cursor {
             None => ("+".to_owned(), None),
@@ -112,6 +119,7 @@ impl Store {
             }
         };
         let mut scanned = 0;
+        let mut complete = false;
         'scan: loop {
             let batch: Vec<(StreamId, usize)> = match pending.take() {
                 Some(first) => vec![first],
@@ -131,6 +139,7 @@ impl Store {
                         // The start of the stream is in this chunk.
                         for (e, skip) in ids {
                             if take_events(&e, skip, player, since_ms, limit, &mut page)? {
+                                complete = true;
                                 break 'scan;
                             }
                         }
@@ -141,16 +150,73 @@ impl Store {
             };
             for (e, skip) in batch {
                 if take_events(&e, skip, player, since_ms, limit, &mut page)? {
+                    complete = true;
                     break 'scan;
                 }
             }
             if scanned >= LOG_SCAN_MAX {
                 page.next_cursor = Some(end.trim_start_matches('(').to_owned());
+                complete = true;
                 break;
+            }
+        }
+        if !complete {
+            // Past the oldest entry of the log: the moderation history older than it.
+            let first: redis::streams::StreamRangeReply = c.xrange_count(&key, "-", "+", 1).await?;
+            let mut bound = first.ids.first().map(|e| e.id.clone());
+            let mut pending = None;
+            if let Some(cur) = &cursor_at {
+                if bound.as_deref().is_none_or(|b| older(&cur.id, b)) {
+                    bound = Some(cur.id.clone());
+                    if cur.skip > 0 {
+                        let r: redis::streams::StreamRangeReply =
+                            c.xrange_count(&modlog, &cur.id, &cur.id, 1).await?;
+                        pending = r.ids.into_iter().next().map(|e| (e, cur.skip));
+                    }
+                }
+            }
+            let mut end = bound.map_or("+".to_owned(), |b| format!("({b}"));
+            loop {
+                let batch: Vec<(StreamId, usize)> = match pending.take() {
+                    Some(first) => vec![first],
+                    None => {
+                        let r: redis::streams::StreamRangeReply =
+                            c.xrevrange_count(&modlog, &end, "-", chunk).await?;
+                        scanned += r.ids.len();
+                        let Some(last) = r.ids.last() else { break };
+                        end = format!("({}", last.id);
+                        r.ids.into_iter().map(|e| (e, 0)).collect()
+                    }
+                };
+                let n = batch.len();
+                for (e, skip) in batch {
+                    if take_events(&e, skip, player, since_ms, limit, &mut page)? {
+                        return Ok(page);
+                    }
+                }
+                if n < chunk {
+                    break;
+                }
+                if scanned >= LOG_SCAN_MAX {
+                    page.next_cursor = Some(end.trim_start_matches('(').to_owned());
+                    break;
+                }
             }
         }
         Ok(page)
     }
+}
+
+/// Whether stream id `a` is older than `b` (both `<ms>-<seq>`).
+fn older(a: &str, b: &str) -> bool {
+    let parse = |s: &str| {
+        let (ms, seq) = s.split_once('-').unwrap_or((s, "0"));
+        (
+            ms.parse::<u64>().unwrap_or(0),
+            seq.parse::<u64>().unwrap_or(0),
+        )
+    };
+    parse(a) < parse(b)
 }
 
 /// Adds the events of entry `e` (newest first, past the first `skip`) that pass the filters.

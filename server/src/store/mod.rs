@@ -19,7 +19,7 @@ use crate::{keys, reply, scripts};
 use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
-pub use moderation::{Ban, Layer, Lift};
+pub use moderation::{Ban, Intent, Layer, Lift};
 
 #[derive(Clone)]
 pub struct Store {

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use futures_util::StreamExt;
 use scorecast_server::auth::{Secret, Tokens};
 use scorecast_server::config::Settings;
 use scorecast_server::embedded::{free_port, RedisProcess};
@@ -52,10 +53,13 @@ struct Args {
     queue_workers: usize,
     kill_every_ms: u64,
     stalled: usize,
+    ban_boards: usize,
+    /// `ban`: only the crash-mid-ban scenario.
+    only_ban: bool,
 }
 
 const USAGE: &str = "chaos [--players N=50] [--seconds S=9] [--jobs J=10000] [--queue-workers W=4]
-      [--kill-every-ms K=400] [--stalled C=1000]";
+      [--kill-every-ms K=400] [--stalled C=1000] [--ban-boards B=1500] [--only ban]";
 
 impl Args {
     fn parse(argv: &[String]) -> anyhow::Result<Args> {
@@ -66,6 +70,8 @@ impl Args {
             queue_workers: 4,
             kill_every_ms: 400,
             stalled: 1_000,
+            ban_boards: 1_500,
+            only_ban: false,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -76,6 +82,11 @@ impl Args {
             let value = it
                 .next()
                 .with_context(|| format!("{flag} needs a value\n{USAGE}"))?;
+            if flag == "--only" {
+                anyhow::ensure!(value == "ban", "--only takes `ban`\n{USAGE}");
+                a.only_ban = true;
+                continue;
+            }
             let n: u64 = value
                 .parse()
                 .with_context(|| format!("{flag} {value}: not a number"))?;
@@ -86,6 +97,7 @@ impl Args {
                 "--queue-workers" => a.queue_workers = (n as usize).max(1),
                 "--kill-every-ms" => a.kill_every_ms = n.max(50),
                 "--stalled" => a.stalled = n as usize,
+                "--ban-boards" => a.ban_boards = (n as usize).max(200),
                 _ => bail!("unknown flag {flag}\n{USAGE}"),
             }
         }
@@ -236,6 +248,9 @@ async fn create_board(http: &reqwest::Client, base: &str) -> anyhow::Result<()> 
 }
 
 async fn run(a: Args) -> anyhow::Result<()> {
+    if a.only_ban {
+        return crash_mid_ban(&a).await.map(|f| f.print(a.ban_boards));
+    }
     println!(
         "chaos: {} players, {} s of load per fault run",
         a.players, a.seconds
@@ -244,6 +259,7 @@ async fn run(a: Args) -> anyhow::Result<()> {
     let server_kill = submissions_under_fault(&a, Fault::Server).await?;
     let queue = queue_workers_killed(&a).await?;
     let stalled = stalled_spectators(&a).await?;
+    let ban = crash_mid_ban(&a).await?;
 
     println!();
     println!("| fault | acknowledged | lost (acknowledged, then missing) | counted twice | given up (unknown outcome) | seconds with errors |");
@@ -275,6 +291,7 @@ async fn run(a: Args) -> anyhow::Result<()> {
             None => format!("NEVER ({} still open)", stalled.still_open),
         }
     );
+    ban.print(a.ban_boards);
     Ok(())
 }
 
@@ -835,4 +852,138 @@ async fn stalled_spectators(a: &Args) -> anyhow::Result<StalledFigures> {
         gone_after,
         still_open,
     })
+}
+
+/// One half (ban or lift) of the crash-mid-ban scenario.
+struct BanStep {
+    at_kill: usize,
+    after: usize,
+    /// From the restarted server listening to every board agreeing and no intent pending.
+    converged: Option<Duration>,
+}
+
+struct BanFigures {
+    ban: BanStep,
+    lift: BanStep,
+}
+
+impl BanFigures {
+    fn print(&self, boards: usize) {
+        for (what, s, want) in [("ban", &self.ban, boards), ("lift", &self.lift, 0)] {
+            println!(
+                "crash mid-{what} on every board: {} of {boards} boards enforced the ban at the kill, {} after the restart (want {want}); converged {}",
+                s.at_kill,
+                s.after,
+                match s.converged {
+                    Some(d) => format!("{:.2} s after the restart", d.as_secs_f64()),
+                    None => "NEVER (within 60 s)".to_owned(),
+                }
+            );
+        }
+    }
+}
+
+/// How many of `boards` hold the ban on every board of `player`.
+async fn boards_enforcing(
+    c: &mut redis::aio::MultiplexedConnection,
+    boards: &[String],
+    player: &str,
+) -> anyhow::Result<usize> {
+    let mut pipe = redis::pipe();
+    for b in boards {
+        pipe.hexists(format!("lb:{{{b}}}:bans"), format!("*{player}"));
+    }
+    let on: Vec<bool> = pipe.query_async(c).await?;
+    Ok(on.iter().filter(|&&x| x).count())
+}
+
+/// Scenario 5: SIGKILL in the middle of a ban on every board, and of its lift.
+async fn crash_mid_ban(a: &Args) -> anyhow::Result<BanFigures> {
+    const PLAYER: &str = "villain";
+    let redis = RedisProcess::start(&scratch("ban"), true)?;
+    let mut server = Server::start(free_port()?, &redis.url())?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()?;
+    let boards: Vec<String> = (0..a.ban_boards).map(|i| format!("b{i:05}")).collect();
+    let base = server.http();
+    let results: Vec<anyhow::Result<()>> = futures_util::stream::iter(boards.iter().map(|b| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let r = admin(
+                &http,
+                reqwest::Method::PUT,
+                format!("{base}/admin/boards/{b}"),
+            )
+            .json(&json!({}))
+            .send()
+            .await?;
+            anyhow::ensure!(r.status().is_success(), "creating {b}: {}", r.status());
+            Ok(())
+        }
+    }))
+    .buffer_unordered(16)
+    .collect()
+    .await;
+    results.into_iter().collect::<anyhow::Result<()>>()?;
+    let mut c = redis::Client::open(redis.url())?
+        .get_multiplexed_async_connection()
+        .await?;
+    let marker = format!("lb:{{{}}}:bans", boards[99]);
+
+    let mut steps = Vec::new();
+    for (method, body, want_at_marker, want) in [
+        (
+            reqwest::Method::PUT,
+            json!({"reason": "chaos"}),
+            true,
+            boards.len(),
+        ),
+        (reqwest::Method::DELETE, Value::Null, false, 0),
+    ] {
+        let req = admin(
+            &http,
+            method,
+            format!("{}/admin/bans/{PLAYER}", server.http()),
+        )
+        .json(&body)
+        .send();
+        let request = tokio::spawn(req);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let on: bool =
+                redis::AsyncCommands::hexists(&mut c, &marker, format!("*{PLAYER}")).await?;
+            if on == want_at_marker {
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the request never reached the 100th board"
+            );
+        }
+        server.sigkill();
+        let _ = request.await;
+        let at_kill = boards_enforcing(&mut c, &boards, PLAYER).await?;
+        server = Server::start(server.port, &redis.url())?;
+        let restarted = Instant::now();
+        let mut converged = None;
+        let mut after = at_kill;
+        while restarted.elapsed() < Duration::from_secs(60) {
+            after = boards_enforcing(&mut c, &boards, PLAYER).await?;
+            let pending: usize = redis::AsyncCommands::hlen(&mut c, "{sc:bans}:intents").await?;
+            if after == want && pending == 0 {
+                converged = Some(restarted.elapsed());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        steps.push(BanStep {
+            at_kill,
+            after,
+            converged,
+        });
+    }
+    let lift = steps.pop().context("lift figures")?;
+    let ban = steps.pop().context("ban figures")?;
+    Ok(BanFigures { ban, lift })
 }
