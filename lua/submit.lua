@@ -8,7 +8,9 @@
 -- ARGV[2]  '1' to return the change event ('' = not: nobody here needs it)
 -- ARGV[3]  the submissions, one msgpack array of strings (unpacked with cmsgpack), 6 each:
 --   player, submission id, points (integer, in decimal), op override ('' = the board's op;
---   admin only), display name ('' = none), '1' to skip the board's submit_limit
+--   admin only), display name ('' = none), the name of the key that submits for the player
+--   over HTTP ('' = the player's own submission; any other value skips the board's submit_limit,
+--   and the audit log shows it as `by`)
 --   One argument, not 6 per submission: Redis parses one string instead of ~280 arguments, and
 --   the audit entry stores it as it came (BENCHMARKS.md, round 6).
 --
@@ -167,7 +169,7 @@ local function submit_player(player, subs)
 
   for k = 1, ns do
     local i = subs[k]
-    local sub_id, points_s, op, name, skip_limit = S[i + 1], S[i + 2], S[i + 3], S[i + 4], S[i + 5]
+    local sub_id, points_s, op, name, by = S[i + 1], S[i + 2], S[i + 3], S[i + 4], S[i + 5]
     local rec = dd[k + 1]
     if not rec then
       for j = 1, k - 1 do
@@ -182,7 +184,7 @@ local function submit_player(player, subs)
       local points = tonumber(points_s)
       if op == '' then op = cfg_op end
       local new_points, new_s, new_score, prev_rank, new_rank, changed, t
-      local limited = lim and skip_limit ~= '1'
+      local limited = lim and by == ''
       local rl_key = limited and prefix .. 'rl:' .. player
       local refused
       -- 2. Points allowed on this board.

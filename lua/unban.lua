@@ -8,6 +8,7 @@
 -- ARGV[4]  now_ms override ('' = TIME)
 -- ARGV[5]  the layers to lift: '' this board's own ban, '*' this board's copy of a ban on every
 --          board, '+' both (lua/ban.lua)
+-- ARGV[6]  the name of the key that lifted the ban ('' = the expiry job), recorded as `by`
 --
 -- Writes an audit-log entry. Once no layer is left, puts back every held entry of a season the
 -- board still keeps (a season dropped meanwhile is gone with its entries), drops the hold, and
@@ -64,5 +65,5 @@ if not still then redis.call('DEL', hold) end
 redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*',
   'action', 'unban', 'player', player, 'scope', ARGV[5] == '*' and 'every board' or (ARGV[5] == '+' and 'all' or 'board'),
   'reason', ARGV[2], 'restored', fmt(restored), 'still_banned', still and '1' or '0',
-  'time_ms', fmt(now))
+  'time_ms', fmt(now), 'by', ARGV[6] or '')
 return {'ok', 1, restored}

@@ -10,7 +10,7 @@ use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 use scorecast_shared::Id;
 
-use crate::auth::Tokens;
+use crate::auth::{KeyRing, Tokens};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::conn::Dialer;
@@ -108,8 +108,15 @@ impl Application {
             limiter: Limiter::new(conn, clock),
             // Settings::finish ensured both secrets before build; these errors are for misuse.
             tokens: Tokens::new(settings.token_secret.as_ref().context("no token secret")?)
+                .with_previous(settings.previous_token_secret.as_ref())
                 .with_limits(settings.auth.max_token_lifetime_s, revocations),
-            admin_token: settings.admin_token.clone().context("no admin token")?,
+            keys: KeyRing::new(
+                settings.admin_token.as_ref().context("no admin token")?,
+                settings
+                    .keys
+                    .iter()
+                    .map(|(name, k)| (name.as_str(), k.scope, &k.secret)),
+            ),
             settings: Arc::new(settings),
         };
         // Scorecast's own jobs: the rollover of each calendar board's current season (idempotent),

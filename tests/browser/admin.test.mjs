@@ -93,6 +93,8 @@ describe("admin console", { timeout: 120_000 }, () => {
       // The player's history: the accepted submission and the ban with its reason.
       await page.click('#top-rows tr[data-player="honest"] button[data-action="history"]');
       await page.waitForSelector('#history-rows tr[data-action="submit"]');
+      // Each entry names the key that made it: these scores came with the admin token.
+      assert.match(await page.textContent('#history-rows tr[data-action="submit"]'), /by admin/);
       const { bans } = await admin(base, "GET", "/admin/bans");
       assert.deepEqual(bans.map((b) => [b.player, b.reason]), [["cheater", "impossible score"]]);
 

@@ -19,4 +19,5 @@ mod ws_limits;
 // real binary as a process, hash slots on a cluster node.
 mod auth;
 mod hash_slots;
+mod keys;
 mod process;

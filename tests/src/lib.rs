@@ -450,7 +450,7 @@ pub fn submission(
         points,
         op: None,
         name: None,
-        skip_limit: false,
+        by: None,
     }
 }
 

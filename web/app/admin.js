@@ -274,7 +274,8 @@ async function showHistory(board, player, cursor = null) {
             : what === "ban"
               ? [e.reason, e.until_ms ? `until ${new Date(e.until_ms).toISOString()}` : "until lifted"].filter(Boolean).join(", ")
               : e.reason;
-        const tr = row([new Date(e.time_ms).toISOString().replace("T", " ").slice(0, 19), what, details]);
+        const who = e.by ? ` · by ${e.by}` : "";
+        const tr = row([new Date(e.time_ms).toISOString().replace("T", " ").slice(0, 19), what, details + who]);
         tr.dataset.action = what;
         return tr;
       }),

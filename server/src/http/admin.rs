@@ -6,7 +6,7 @@ use scorecast_shared::{BoardConfig, ErrorCode, Id, Op};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::extract::Admin;
+use super::extract::{Admin, GameServer, Reader};
 use crate::error::{AppError, AppResult};
 use crate::state::{AppState, Transport};
 use crate::store::{Accepted, LogCursor, LogPage, Submission};
@@ -24,13 +24,14 @@ pub struct BoardPut {
 #[utoipa::path(params(("board" = String, Path)), request_body = BoardConfig, responses((status = 200, body = BoardPut), (status = 409)), tag = "admin", security(("admin" = [])))]
 #[put("/admin/boards/{board}")]
 pub async fn put_board(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
     body: web::Json<BoardConfig>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let created = st.store.put_board(&board, &body).await?;
+    tracing::info!(%board, created, key = %key.0, "board configured");
     if created {
         // Bans on every board reach boards created later.
         st.store.apply_global_bans(&board).await?;
@@ -59,7 +60,7 @@ pub struct ScoreBody {
 #[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), request_body = ScoreBody, responses((status = 200, body = Accepted)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/boards/{board}/players/{player}/score")]
 pub async fn score(
-    _: Admin,
+    key: GameServer,
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
     body: web::Json<ScoreBody>,
@@ -79,7 +80,7 @@ pub async fn score(
         points,
         op: body.op,
         name: None,
-        skip_limit: true,
+        by: Some(key.0 .0),
     };
     Ok(HttpResponse::Ok().json(st.submit_via(&s, Transport::Http).await?))
 }
@@ -88,12 +89,13 @@ pub async fn score(
 #[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), responses((status = 204), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[delete("/admin/boards/{board}/players/{player}")]
 pub async fn remove(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
 ) -> AppResult<HttpResponse> {
     let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
     if st.store.remove(&board, &player).await? {
+        tracing::info!(%board, %player, key = %key.0, "player removed");
         Ok(HttpResponse::NoContent().finish())
     } else {
         Err(AppError::new(
@@ -121,7 +123,7 @@ pub struct RolloverResponse {
 #[utoipa::path(params(("board" = String, Path)), request_body = RolloverBody, responses((status = 200, body = RolloverResponse), (status = 409)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/boards/{board}/rollover")]
 pub async fn rollover(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
     body: web::Json<RolloverBody>,
@@ -129,6 +131,7 @@ pub async fn rollover(
     let board = AppState::id(&path)?;
     let season = AppState::id(&body.season)?;
     let (season, start_ms, previous_season) = st.store.rollover(&board, &season).await?;
+    tracing::info!(%board, %season, key = %key.0, "season rolled over");
     // Rewards of the season that just ended, as for calendar seasons. The new season has
     // started either way; a failure here is logged and the job can be enqueued again.
     if let Err(e) = crate::jobs::season_ended(&st, &board, &previous_season, start_ms).await {
@@ -161,7 +164,7 @@ pub struct LogQuery {
 #[utoipa::path(params(("board" = String, Path), LogQuery), responses((status = 200, body = LogPage), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[get("/admin/boards/{board}/log")]
 pub async fn log(
-    _: Admin,
+    _: Reader,
     st: web::Data<AppState>,
     path: web::Path<String>,
     q: web::Query<LogQuery>,
@@ -205,7 +208,7 @@ pub struct TokenResponse {
 #[utoipa::path(request_body = TokenRequest, responses((status = 200, body = TokenResponse)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/tokens")]
 pub async fn tokens(
-    _: Admin,
+    _: GameServer,
     st: web::Data<AppState>,
     body: web::Json<TokenRequest>,
 ) -> AppResult<HttpResponse> {
@@ -236,7 +239,7 @@ pub struct Revoked {
 #[utoipa::path(params(("player" = String, Path)), responses((status = 200, body = Revoked), (status = 400)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/players/{player}/revoke")]
 pub async fn revoke(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
 ) -> AppResult<HttpResponse> {
@@ -251,7 +254,7 @@ pub async fn revoke(
             st.tokens.revocation_keep_ms(),
         )
         .await?;
-    tracing::info!(%player, revoked_at_ms, "tokens revoked");
+    tracing::info!(%player, revoked_at_ms, key = %key.0, "tokens revoked");
     Ok(HttpResponse::Ok().json(Revoked {
         player: player.into_string(),
         revoked_at_ms,

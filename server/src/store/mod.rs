@@ -66,8 +66,9 @@ pub struct Submission {
     pub op: Option<Op>,
     /// Display name to record (from the token's `name` claim).
     pub name: Option<String>,
-    /// Skip the board's `submit_limit` (admin).
-    pub skip_limit: bool,
+    /// The name of the key that submitted for the player over HTTP (recorded in the audit
+    /// log); such a submission skips the board's `submit_limit`. `None` for the player's own.
+    pub by: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]

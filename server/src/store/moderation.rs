@@ -24,6 +24,9 @@ pub struct Ban {
     pub until_ms: Option<i64>,
     /// When it was placed (ms since the epoch).
     pub at_ms: i64,
+    /// The name of the key that placed it (absent on bans placed before keys had names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// Which of a board's two ban layers a script touches (`lua/ban.lua`, `lua/unban.lua`).
@@ -48,20 +51,21 @@ impl Layer {
 }
 
 /// Why a ban ends (written to the audit log).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lift {
-    /// An admin lifted it.
-    Lifted,
+    /// An admin lifted it, with the key named here.
+    Lifted { by: String },
     /// The `ban.lift` job at `until_ms`; only the ban with that `until_ms` is lifted, so a ban
     /// renewed meanwhile stays.
     Expired { until_ms: i64 },
 }
 
 impl Lift {
-    fn args(self) -> (&'static str, String) {
+    /// Why, the expected `until_ms` (`''` = any), and who (`''` = the expiry job).
+    fn args(&self) -> (&'static str, String, &str) {
         match self {
-            Lift::Lifted => ("lifted", String::new()),
-            Lift::Expired { until_ms } => ("expired", until_ms.to_string()),
+            Lift::Lifted { by } => ("lifted", String::new(), by),
+            Lift::Expired { until_ms } => ("expired", until_ms.to_string(), ""),
         }
     }
 }
@@ -87,7 +91,8 @@ impl Store {
             .arg(match ban.board {
                 Some(_) => Layer::Board.arg(),
                 None => Layer::Everywhere.arg(),
-            });
+            })
+            .arg(ban.by.as_deref().unwrap_or(""));
         let reply: Value = crate::metrics::script("ban", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         Ok(r.first().and_then(reply::int).unwrap_or(0) as u64)
@@ -103,14 +108,15 @@ impl Store {
         layer: Layer,
         lift: Lift,
     ) -> AppResult<bool> {
-        let (why, until) = lift.args();
+        let (why, until, by) = lift.args();
         let mut c = self.conn.clone();
         let mut inv = scripts::publishing(&c).unban.key(keys::config(board));
         inv.arg(player.as_str())
             .arg(why)
             .arg(until)
             .arg(self.clock.arg())
-            .arg(layer.arg());
+            .arg(layer.arg())
+            .arg(by);
         let reply: Value = crate::metrics::script("unban", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         Ok(r.first().and_then(reply::int) == Some(1))
@@ -146,7 +152,7 @@ impl Store {
     /// ban of the player). True if any was lifted.
     pub async fn unban_everywhere(&self, player: &Id, lift: Lift) -> AppResult<bool> {
         let layer = match lift {
-            Lift::Lifted => Layer::Both,
+            Lift::Lifted { .. } => Layer::Both,
             Lift::Expired { .. } => Layer::Everywhere,
         };
         let mut c = self.conn.clone();
@@ -159,7 +165,7 @@ impl Store {
             .await?;
         let mut any = reply::ok(reply)?.first().and_then(reply::int) == Some(1);
         for (board, _) in self.boards().await? {
-            match self.unban_on(&board, player, layer, lift).await {
+            match self.unban_on(&board, player, layer, lift.clone()).await {
                 Ok(lifted) => any |= lifted,
                 Err(e) if e.code == ErrorCode::UnknownBoard => {}
                 Err(e) => return Err(e),
