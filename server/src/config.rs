@@ -63,6 +63,10 @@ pub struct Cli {
     #[arg(long, env = "SCORECAST_MAX_CONNS_PER_ADDR")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_conns_per_addr: Option<u32>,
+    /// Log format: `text` (for people) or `json` (one JSON object per line, for collectors).
+    #[arg(long, env = "SCORECAST_LOG_FORMAT", value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<LogFormat>,
     /// Development profile: generated secrets, guest logins, the game-2048 board.
     #[arg(long, env = "SCORECAST_DEV", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -188,6 +192,18 @@ impl Default for RedisSettings {
     }
 }
 
+/// How the server writes its log (`log_format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `fields.message`, the event's fields,
+    /// `target`, `span` and `spans`).
+    Json,
+}
+
 /// A named bearer key (`[keys.<name>]`, or `SCORECAST_KEYS__<NAME>__SCOPE` and `__SECRET`):
 /// the name is what the audit log records for the actions made with it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -215,6 +231,7 @@ pub struct Settings {
     /// Empty: the server's own origin (any origin in dev).
     pub allowed_origins: Vec<String>,
     pub max_conns_per_addr: u32,
+    pub log_format: LogFormat,
     pub dev: bool,
     /// Where the embedded redis-server keeps its data.
     pub data_dir: PathBuf,
@@ -245,6 +262,7 @@ impl Default for Settings {
             web_dir: PathBuf::from("web"),
             allowed_origins: Vec::new(),
             max_conns_per_addr: 1000,
+            log_format: LogFormat::Text,
             dev: false,
             data_dir: PathBuf::from("data"),
             public_limit: Policy {
