@@ -64,6 +64,9 @@ describe("admin console", { timeout: 120_000 }, () => {
       await page.click("#board-form button[type=submit]");
       await page.waitForSelector(`#boards tr[data-board="${BOARD}"].watched`);
       assert.match(await page.textContent("#board-msg"), /created/);
+      // The change is among the admin actions, with the key that made it (the admin token).
+      await page.waitForSelector('#audit-rows tr[data-action="board_put"]');
+      assert.match(await page.textContent('#audit-rows tr[data-action="board_put"]'), new RegExp(`${BOARD}.*admin`));
       const cfg = await admin(base, "GET", `/admin/boards/${BOARD}`);
       assert.equal(cfg.op, "best");
 

@@ -68,6 +68,7 @@ fn routes() -> Vec<(Method, &'static str, &'static str, Value, Scope)> {
             Read,
         ),
         (m("GET"), "/admin/bans", "/admin/bans", Value::Null, Read),
+        (m("GET"), "/admin/audit", "/admin/audit", Value::Null, Read),
         (
             m("GET"),
             "/admin/queues",
@@ -505,4 +506,88 @@ async fn a_rotation_accepts_the_old_secret_until_it_is_removed() {
         "old secret removed"
     );
     assert_eq!(hello_type(&after_ws, &minted).await, "welcome");
+}
+
+/// Admin changes that no board's log holds are in the admin audit log (`GET /admin/audit`,
+/// newest first, paged by cursor), each naming its key: a board configured by the admin token,
+/// a rollover and a deletion by a named admin key, a revocation; a refused attempt by a
+/// narrower key adds nothing.
+#[tokio::test]
+async fn the_admin_audit_log_names_the_key_of_each_change() {
+    let app = spawn_app_with(with_keys, Clock::Redis).await;
+    app.board("b", json!({})).await;
+    let ops = |method: Method, path: &'static str, body: Value| {
+        let api = &app.api;
+        async move { call(api, Some(OPS_KEY), &method, path, &body).await }
+    };
+    let r = ops(
+        Method::POST,
+        "/admin/boards/b/rollover",
+        json!({"season": "s2"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let r = ops(Method::POST, "/admin/players/alice/revoke", Value::Null).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let r = call(
+        &app.api,
+        Some(STUDIO_KEY),
+        &Method::DELETE,
+        "/admin/boards/b",
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(r.status, 403, "{:?}", r.body);
+    let r = ops(Method::DELETE, "/admin/boards/b", Value::Null).await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+
+    let r = call(
+        &app.api,
+        Some(DASHBOARD_KEY),
+        &Method::GET,
+        "/admin/audit?limit=3",
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let mut entries = r.body["entries"].as_array().unwrap().clone();
+    let cursor = r.body["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let r = call(
+        &app.api,
+        Some(DASHBOARD_KEY),
+        &Method::GET,
+        &format!("/admin/audit?limit=3&cursor={cursor}"),
+        &Value::Null,
+    )
+    .await;
+    entries.extend(r.body["entries"].as_array().unwrap().iter().cloned());
+    assert_eq!(r.body["next_cursor"], Value::Null, "{:?}", r.body);
+    let seen: Vec<(&str, &str, &str)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap(),
+                e["by"].as_str().unwrap(),
+                e["board"].as_str().or(e["player"].as_str()).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("board_delete", "ops", "b"),
+            ("tokens_revoke", "ops", "alice"),
+            ("rollover", "ops", "b"),
+            ("board_put", "admin", "b"),
+        ],
+        "newest first, the refused delete absent: {entries:?}"
+    );
+    assert!(entries.iter().all(|e| e["time_ms"].is_i64()));
+    let r = app
+        .call(Method::GET, "/admin/audit?cursor=nope", None, true)
+        .await;
+    assert_eq!((r.status.as_u16(), r.code()), (400, "bad_request"));
 }

@@ -185,6 +185,13 @@ pub async fn delete_board(
     let board = AppState::id(&path)?;
     let keys = st.store.delete_board(&board).await?;
     tracing::info!(%board, keys, key = %key.0, "board deleted");
+    st.store
+        .audit(
+            key.0.as_str(),
+            "board_delete",
+            &[("board", board.as_str()), ("keys", &keys.to_string())],
+        )
+        .await;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -354,6 +354,13 @@ pub async fn retry(
     let (q, id) = job_path(&st, &path)?;
     q.retry(&id).await?;
     tracing::info!(queue = %path.0, job = %id, key = %key.0, "dead letter retried");
+    st.store
+        .audit(
+            key.0.as_str(),
+            "dead_letter_retry",
+            &[("queue", path.0.as_str()), ("job", id.as_str())],
+        )
+        .await;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -50,6 +50,11 @@ impl LogCursor {
         })
     }
 
+    /// A bare stream id (`<ms>-<seq>`), without a count of events to skip.
+    pub fn is_plain(&self) -> bool {
+        self.skip == 0
+    }
+
     fn render(&self) -> String {
         match self.skip {
             0 => self.id.clone(),

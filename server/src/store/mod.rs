@@ -2,6 +2,7 @@
 //! operation here is one script (see `lua/`) or one command, on the shared multiplexed
 //! connection. Submissions go through the per-board group commit of `batch.rs`.
 
+mod audit;
 mod batch;
 mod log;
 mod moderation;
@@ -16,6 +17,7 @@ use crate::clock::Clock;
 use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
+pub use audit::AuditPage;
 use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
