@@ -224,14 +224,7 @@ impl Application {
     /// Where a browser on this machine reaches the server: the bound address, with loopback in
     /// place of an unspecified one (`0.0.0.0`, `::`).
     pub fn base_url(&self) -> String {
-        let mut a = self.local;
-        if a.ip().is_unspecified() {
-            a.set_ip(match a.ip() {
-                std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
-        }
-        format!("http://{a}")
+        base_url_of(self.local)
     }
 
     /// Says where the server is, once it listens: its address and the URLs of the pages (the
@@ -306,6 +299,17 @@ impl Application {
     }
 }
 
+/// `http://<addr>`, with loopback in place of an unspecified address.
+pub fn base_url_of(mut a: std::net::SocketAddr) -> String {
+    if a.ip().is_unspecified() {
+        a.set_ip(match a.ip() {
+            std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    format!("http://{a}")
+}
+
 /// Installs the log subscriber: `RUST_LOG` filters (default `info`), `format` shapes the lines.
 pub fn init_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
@@ -319,6 +323,17 @@ pub fn init_logging(format: LogFormat) {
 
 #[cfg(test)]
 mod tests {
+    /// The printed URLs use the bound address, with loopback for an unspecified one (a browser
+    /// cannot open `http://0.0.0.0:8080`).
+    #[test]
+    fn base_urls_use_the_bound_address() {
+        let url = |a: &str| super::base_url_of(a.parse().unwrap());
+        assert_eq!(url("0.0.0.0:8080"), "http://127.0.0.1:8080");
+        assert_eq!(url("[::]:8080"), "http://[::1]:8080");
+        assert_eq!(url("10.1.2.3:80"), "http://10.1.2.3:80");
+        assert_eq!(url("127.0.0.1:43211"), "http://127.0.0.1:43211");
+    }
+
     #[test]
     fn redis_passwords_are_redacted() {
         assert_eq!(
