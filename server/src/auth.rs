@@ -292,12 +292,27 @@ impl Scope {
 /// The name the single admin token (`admin_token`) goes by in the audit log.
 pub const ADMIN_TOKEN_NAME: &str = "admin";
 
-/// A configured bearer key: its name (what the audit log records), scope and secret.
-#[derive(Clone, Debug)]
+/// A configured bearer key: its name (what the audit log records), scope, and the SHA-256
+/// digest of its secret (the secret itself is not kept).
+#[derive(Clone)]
 pub struct ApiKey {
     pub name: String,
     pub scope: Scope,
-    secret: Secret,
+    digest: [u8; 32],
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiKey")
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+fn digest(s: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(s.as_bytes()).into()
 }
 
 /// Every configured bearer key.
@@ -315,23 +330,24 @@ impl KeyRing {
         let mut keys = vec![ApiKey {
             name: ADMIN_TOKEN_NAME.into(),
             scope: Scope::Admin,
-            secret: admin_token.clone(),
+            digest: digest(admin_token.expose()),
         }];
         keys.extend(named.into_iter().map(|(name, scope, secret)| ApiKey {
             name: name.to_owned(),
             scope,
-            secret: secret.clone(),
+            digest: digest(secret.expose()),
         }));
         KeyRing { keys }
     }
 
-    /// The key `presented` is, if any. Compares with every key in constant time (no early
-    /// exit, no branch on a comparison), so the time taken does not say which key, or how much
-    /// of one, matched.
+    /// The key `presented` is, if any. Compares its SHA-256 digest with every key's in constant
+    /// time (digests of one length, no early exit, no branch on a comparison), so the time
+    /// taken does not say which key matched, nor how much or how long a key is.
     pub fn find(&self, presented: &str) -> Option<&ApiKey> {
+        let presented = digest(presented);
         let mut found = 0u32; // 1-based index; 0 = none
         for (i, k) in self.keys.iter().enumerate() {
-            let eq = presented.as_bytes().ct_eq(k.secret.expose().as_bytes());
+            let eq = presented.ct_eq(&k.digest);
             found = u32::conditional_select(&found, &(i as u32 + 1), eq);
         }
         found.checked_sub(1).and_then(|i| self.keys.get(i as usize))
@@ -379,7 +395,8 @@ mod tests {
         assert_eq!(clean_name("👩\u{200D}🚀".into()), "👩\u{200D}🚀");
     }
 
-    /// A key matches only exactly, and the ring says which key (name and scope) it is.
+    /// A key matches only exactly, the ring says which key (name and scope) it is, and its
+    /// `Debug` names keys without their secrets.
     #[test]
     fn keys_must_match_exactly_and_are_told_apart() {
         let admin = Secret::new("x".repeat(32));
@@ -392,6 +409,8 @@ mod tests {
         assert!(ring.find(&"x".repeat(31)).is_none());
         assert!(ring.find(&"x".repeat(33)).is_none());
         assert!(ring.find("").is_none());
+        let printed = format!("{ring:?}");
+        assert!(printed.contains("studio") && !printed.contains(&"g".repeat(32)));
     }
 
     /// Scopes nest: admin does everything, a game server also reads, a reader only reads.
