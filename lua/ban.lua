@@ -6,6 +6,7 @@
 -- ARGV[4]  until_ms ('' = until lifted)   ARGV[5] now_ms override ('' = TIME)
 -- ARGV[6]  '' for this board's own ban, '*' for this board's copy of a ban on every board
 -- ARGV[7]  the version of that ban on every board ('' = none; lua/ban_index.lua)
+-- ARGV[8]  the name of the key that placed the ban ('' = none), recorded as `by`
 --
 -- Records the ban in `bans` under `<player>` (this board's own) or `*<player>` (a ban on every
 -- board; `*` is not an id character): two layers that neither replaces nor lifts the other.
@@ -65,5 +66,5 @@ end
 audit(prefix, {
   'action', 'ban', 'player', player, 'scope', ARGV[6] == '*' and 'every board' or 'board',
   'reason', ARGV[3], 'until_ms', ARGV[4], 'held', fmt(held),
-  'time_ms', fmt(now)})
+  'time_ms', fmt(now), 'by', ARGV[8] or ''})
 return {'ok', held}

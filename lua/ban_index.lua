@@ -10,12 +10,13 @@
 --
 -- KEYS[1]  sc:bans              fields: <player> -> ban record (JSON), #<player> -> its version,
 --                                       '#' -> the last version given
--- KEYS[2]  {sc:bans}:intents    <player> -> intent (JSON: {op, v, record | layer, why})
+-- KEYS[2]  {sc:bans}:intents    <player> -> intent (JSON: {op, v, record | layer, why, by})
 -- ARGV[1]  'set' | 'lift' | 'done'   ARGV[2] player
 -- set:  ARGV[3] record
 -- lift: ARGV[3] expected until_ms ('' = any; the expiry job passes the one it was scheduled
 --       for, so a ban renewed meanwhile stays)   ARGV[4] layers ('*' | '+', lua/unban.lua)
---       ARGV[5] why ('lifted' | 'expired')
+--       ARGV[5] why ('lifted' | 'expired')   ARGV[6] the name of the key that lifted it
+--       ('' = the expiry job)
 -- done: ARGV[3] the version applied
 --
 -- Returns set: {'ok', 1, version}; lift: {'ok', 1, version}, or {'ok', 0, 0} when the index
@@ -52,5 +53,5 @@ end
 if lifted == 0 then return {'ok', 0, 0} end
 local v = redis.call('HINCRBY', KEYS[1], '#', 1)
 redis.call('HDEL', KEYS[1], player, '#' .. player)
-redis.call('HSET', KEYS[2], player, cjson.encode({op = 'lift', v = v, layer = ARGV[4], why = ARGV[5]}))
+redis.call('HSET', KEYS[2], player, cjson.encode({op = 'lift', v = v, layer = ARGV[4], why = ARGV[5], by = ARGV[6] or ''}))
 return {'ok', lifted, v}

@@ -8,7 +8,9 @@
 -- ARGV[2]  '1' to return the change event ('' = not: nobody here needs it)
 -- ARGV[3]  the submissions, one msgpack array of strings (unpacked with cmsgpack), 6 each:
 --   player, submission id, points (integer, in decimal), op override ('' = the board's op;
---   admin only), display name ('' = none), '1' to skip the board's submit_limit
+--   admin only), display name ('' = none), the name of the key that submits for the player
+--   over HTTP ('' = the player's own submission; any other value skips the board's submit_limit,
+--   and the audit log shows it as `by`)
 --   One argument, not 6 per submission: Redis parses one string instead of ~280 arguments, and
 --   the audit entry stores it as it came (BENCHMARKS.md, "What changed, and what each bought").
 --
@@ -27,7 +29,7 @@
 -- The audit entry (if any submission was accepted): `season`, `time_ms`, `op` (the board's),
 -- `subs` (ARGV[3] as it came) and `results` (the packed results below): server/src/store/log.rs
 -- answers one object per submission whose result is 1 (accepted, not a duplicate). The
--- accepted submissions of an admin (skip_limit '1') are also copied, under the same stream id,
+-- accepted submissions of an admin (a non-empty skip_limit: the key's name) are also copied, under the same stream id,
 -- to the moderation history `modlog` (lib.lua, modlog_add), an entry of the same shape.
 --
 -- The hot loop formats numbers with '%d' (istr) or takes them as Redis printed them (the points
@@ -127,7 +129,7 @@ end
 
 local changes, nc = {}, 0 -- the change event's entries (JSON objects), in the order applied
 local accepted = 0        -- submissions accepted (not duplicates): the audit entry is written if any
-local by_admin = 0        -- of which an admin's (skip_limit '1'): copied to the moderation history
+local by_admin = 0        -- of which an admin's (a non-empty skip_limit): copied to the moderation history
 -- Filled in batch order first, so every later store lands in the table's array part.
 for k = 2, 1 + n_subs * 7 do out[k] = false end
 
@@ -170,7 +172,7 @@ local function submit_player(player, subs)
 
   for k = 1, ns do
     local i = subs[k]
-    local sub_id, points_s, op, name, skip_limit = S[i + 1], S[i + 2], S[i + 3], S[i + 4], S[i + 5]
+    local sub_id, points_s, op, name, by = S[i + 1], S[i + 2], S[i + 3], S[i + 4], S[i + 5]
     local rec = dd[k + 1]
     if not rec then
       for j = 1, k - 1 do
@@ -185,7 +187,7 @@ local function submit_player(player, subs)
       local points = tonumber(points_s)
       if op == '' then op = cfg_op end
       local new_points, new_s, new_score, prev_rank, new_rank, changed, t
-      local limited = lim and skip_limit ~= '1'
+      local limited = lim and by == ''
       local rl_key = limited and prefix .. 'rl:' .. player
       local refused
       -- 2. Points allowed on this board.
@@ -277,7 +279,7 @@ local function submit_player(player, subs)
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
         accepted = accepted + 1
-        if skip_limit == '1' then by_admin = by_admin + 1 end
+        if skip_limit ~= '' then by_admin = by_admin + 1 end
 
         -- 5. The dedup record (written with the player's others below; a retry later in this
         -- batch finds it in `recs`).
@@ -333,12 +335,12 @@ local results = cmsgpack.pack(out)
 if accepted > 0 then
   local id = redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', LOG_MAXLEN, '*',
     'season', season, 'time_ms', now, 'op', cfg_op, 'subs', ARGV[3], 'results', results)
-  -- An admin's score changes (skip_limit '1') accepted in this batch also go to the moderation
+  -- An admin's score changes (a non-empty skip_limit) accepted in this batch also go to the moderation
   -- history, as an entry of the same shape holding only them (lib.lua, modlog_add).
   local msubs, mres = {}, {out[1]}
   for i = 1, by_admin > 0 and #S or 0, 6 do
     local at = 1 + (i - 1) / 6 * 7
-    if S[i + 5] == '1' and out[at + 1] == 1 then
+    if S[i + 5] ~= '' and out[at + 1] == 1 then
       for f = 0, 5 do msubs[#msubs + 1] = S[i + f] end
       for f = 1, 7 do mres[#mres + 1] = out[at + f] end
     end

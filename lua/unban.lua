@@ -12,6 +12,7 @@
 --          than the last step of the layer on every board here (`ban_versions`) changes
 --          nothing, and a newer one is recorded as that last step (so an older ban arriving
 --          late changes nothing)
+-- ARGV[7]  the name of the key that lifted the ban ('' = the expiry job), recorded as `by`
 --
 -- Writes an audit-log entry (and its copy in the moderation history). Once no layer is left,
 -- puts back every held entry of a season the board still keeps (a season dropped meanwhile is
@@ -74,5 +75,5 @@ if not still then redis.call('DEL', hold) end
 audit(prefix, {
   'action', 'unban', 'player', player, 'scope', ARGV[5] == '*' and 'every board' or (ARGV[5] == '+' and 'all' or 'board'),
   'reason', ARGV[2], 'restored', fmt(restored), 'still_banned', still and '1' or '0',
-  'time_ms', fmt(now)})
+  'time_ms', fmt(now), 'by', ARGV[7] or ''})
 return {'ok', 1, restored}

@@ -1,14 +1,15 @@
 //! Who is asking. Players are known only from a signed token (HS256 JWT: `sub` = player id,
 //! `exp` required and at most `auth.max_token_lifetime_s` ahead, `nbf` honoured, `iat` checked
-//! against revocations, optional `name`); admins present a bearer token compared in constant
-//! time. Secrets never print.
+//! against revocations, optional `name`), verified with the current token secret or, during a
+//! rotation, the previous one; operators and game servers present a named bearer key of one
+//! [`Scope`], found in constant time. Secrets never print.
 
 use std::fmt;
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use scorecast_shared::{ErrorCode, Id};
 use serde::{Deserialize, Serialize};
-use subtle::ConstantTimeEq;
+use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use crate::error::AppError;
 use crate::revocation::Revocations;
@@ -92,7 +93,8 @@ impl Player {
 #[derive(Clone)]
 pub struct Tokens {
     enc: EncodingKey,
-    dec: DecodingKey,
+    /// The current secret first, then the previous one while a rotation lasts.
+    dec: Vec<DecodingKey>,
     validation: Validation,
     max_lifetime_s: u64,
     revocations: Revocations,
@@ -110,11 +112,22 @@ impl Tokens {
         validation.set_required_spec_claims(&["exp", "sub"]);
         Tokens {
             enc: EncodingKey::from_secret(secret.expose().as_bytes()),
-            dec: DecodingKey::from_secret(secret.expose().as_bytes()),
+            dec: vec![DecodingKey::from_secret(secret.expose().as_bytes())],
             validation,
             max_lifetime_s: DEFAULT_MAX_TOKEN_LIFETIME_S,
             revocations: Revocations::default(),
         }
+    }
+
+    /// Also accepts tokens signed with `previous` (a secret being rotated out); new tokens are
+    /// still signed with the current one.
+    pub fn with_previous(mut self, previous: Option<&Secret>) -> Tokens {
+        self.dec.truncate(1);
+        if let Some(p) = previous {
+            self.dec
+                .push(DecodingKey::from_secret(p.expose().as_bytes()));
+        }
+        self
     }
 
     /// The same keys with a maximum token lifetime and this instance's revocations.
@@ -141,8 +154,26 @@ impl Tokens {
     /// Verifies a player token: HS256 only (never `none`), `exp` required and no further than
     /// the maximum lifetime ahead, `iat` (when present) not in the future, not revoked.
     pub fn verify(&self, token: &str) -> Result<Player, AppError> {
-        let data = jsonwebtoken::decode::<Claims>(token, &self.dec, &self.validation)
-            .map_err(|e| unauthorized(format!("invalid token: {e}")))?;
+        // The current secret, then the previous one: a token that fails both is reported with
+        // the current secret's reason.
+        let mut first_err = None;
+        let mut decoded = None;
+        for key in &self.dec {
+            match jsonwebtoken::decode::<Claims>(token, key, &self.validation) {
+                Ok(d) => {
+                    decoded = Some(d);
+                    break;
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        let data = match (decoded, first_err) {
+            (Some(d), _) => d,
+            (None, Some(e)) => return Err(unauthorized(format!("invalid token: {e}"))),
+            (None, None) => return Err(unauthorized("invalid token: no token secret")),
+        };
         let id =
             Id::parse(&data.claims.sub).map_err(|e| unauthorized(format!("token subject: {e}")))?;
         let now_ms = chrono::Utc::now().timestamp_millis();
@@ -324,11 +355,96 @@ pub fn clean_name(name: String) -> String {
         .to_owned()
 }
 
-/// Constant-time comparison of a presented admin token with the configured one.
-pub fn admin_ok(presented: Option<&str>, expected: &Secret) -> bool {
-    match presented {
-        Some(p) => bool::from(p.as_bytes().ct_eq(expected.expose().as_bytes())),
-        None => false,
+/// What a bearer key may do (`docs/protocol.md`, "HTTP API"). Each scope includes the ones
+/// below it: `admin` > `game_server` > `read`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Reads of boards, logs, bans and queue counts; nothing that writes.
+    Read,
+    /// A game's own server: mint player tokens, submit scores for players, and read.
+    GameServer,
+    /// Everything.
+    Admin,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::GameServer => "game_server",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// Whether a key of this scope may do what needs `needed`.
+    pub fn allows(self, needed: Scope) -> bool {
+        self >= needed
+    }
+}
+
+/// The name the single admin token (`admin_token`) goes by in the audit log.
+pub const ADMIN_TOKEN_NAME: &str = "admin";
+
+/// A configured bearer key: its name (what the audit log records), scope, and the SHA-256
+/// digest of its secret (the secret itself is not kept).
+#[derive(Clone)]
+pub struct ApiKey {
+    pub name: String,
+    pub scope: Scope,
+    digest: [u8; 32],
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiKey")
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+fn digest(s: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(s.as_bytes()).into()
+}
+
+/// Every configured bearer key.
+#[derive(Clone, Debug, Default)]
+pub struct KeyRing {
+    keys: Vec<ApiKey>,
+}
+
+impl KeyRing {
+    /// The admin token (named [`ADMIN_TOKEN_NAME`], scope admin) and the named keys.
+    pub fn new<'a>(
+        admin_token: &Secret,
+        named: impl IntoIterator<Item = (&'a str, Scope, &'a Secret)>,
+    ) -> KeyRing {
+        let mut keys = vec![ApiKey {
+            name: ADMIN_TOKEN_NAME.into(),
+            scope: Scope::Admin,
+            digest: digest(admin_token.expose()),
+        }];
+        keys.extend(named.into_iter().map(|(name, scope, secret)| ApiKey {
+            name: name.to_owned(),
+            scope,
+            digest: digest(secret.expose()),
+        }));
+        KeyRing { keys }
+    }
+
+    /// The key `presented` is, if any. Compares its SHA-256 digest with every key's in constant
+    /// time (digests of one length, no early exit, no branch on a comparison), so the time
+    /// taken does not say which key matched, nor how much or how long a key is.
+    pub fn find(&self, presented: &str) -> Option<&ApiKey> {
+        let presented = digest(presented);
+        let mut found = 0u32; // 1-based index; 0 = none
+        for (i, k) in self.keys.iter().enumerate() {
+            let eq = presented.ct_eq(&k.digest);
+            found = u32::conditional_select(&found, &(i as u32 + 1), eq);
+        }
+        found.checked_sub(1).and_then(|i| self.keys.get(i as usize))
     }
 }
 
@@ -373,6 +489,7 @@ mod tests {
         assert_eq!(clean_name("👩\u{200D}🚀".into()), "👩\u{200D}🚀");
     }
 
+    /// Display names lose zero-width, blank and stray tag characters, and keep flags whole.
     #[test]
     fn names_lose_zero_width_and_stray_tag_characters() {
         // Zero-width and blank characters anywhere.
@@ -431,11 +548,56 @@ mod tests {
         }
     }
 
+    /// A key matches only exactly, the ring says which key (name and scope) it is, and its
+    /// `Debug` names keys without their secrets.
     #[test]
-    fn admin_token_must_match_exactly() {
-        let s = Secret::new("x".repeat(32));
-        assert!(admin_ok(Some(&"x".repeat(32)), &s));
-        assert!(!admin_ok(Some(&"x".repeat(31)), &s));
-        assert!(!admin_ok(None, &s));
+    fn keys_must_match_exactly_and_are_told_apart() {
+        let admin = Secret::new("x".repeat(32));
+        let game = Secret::new("g".repeat(32));
+        let ring = KeyRing::new(&admin, [("studio", Scope::GameServer, &game)]);
+        let k = ring.find(&"x".repeat(32)).unwrap();
+        assert_eq!((k.name.as_str(), k.scope), (ADMIN_TOKEN_NAME, Scope::Admin));
+        let k = ring.find(&"g".repeat(32)).unwrap();
+        assert_eq!((k.name.as_str(), k.scope), ("studio", Scope::GameServer));
+        assert!(ring.find(&"x".repeat(31)).is_none());
+        assert!(ring.find(&"x".repeat(33)).is_none());
+        assert!(ring.find("").is_none());
+        let printed = format!("{ring:?}");
+        assert!(printed.contains("studio") && !printed.contains(&"g".repeat(32)));
+    }
+
+    /// Scopes nest: admin does everything, a game server also reads, a reader only reads.
+    #[test]
+    fn scopes_nest() {
+        use Scope::*;
+        assert!(Admin.allows(GameServer) && Admin.allows(Read) && Admin.allows(Admin));
+        assert!(GameServer.allows(Read) && GameServer.allows(GameServer));
+        assert!(!GameServer.allows(Admin));
+        assert!(Read.allows(Read) && !Read.allows(GameServer) && !Read.allows(Admin));
+    }
+
+    /// During a rotation a token signed with either secret verifies; new tokens are signed with
+    /// the current one; once the previous secret is dropped its tokens are refused.
+    #[test]
+    fn a_rotation_accepts_both_secrets_and_signs_with_the_new() {
+        let (old, new) = (Secret::generate(), Secret::generate());
+        let alice = Id::parse("alice").unwrap();
+        let before = Tokens::new(&old).issue(&alice, None, 60);
+        let rotating = Tokens::new(&new).with_previous(Some(&old));
+        assert_eq!(rotating.verify(&before).unwrap().id, alice);
+        let fresh = rotating.issue(&alice, None, 60);
+        assert!(
+            Tokens::new(&new).verify(&fresh).is_ok(),
+            "signed with the new"
+        );
+        assert!(
+            Tokens::new(&old).verify(&fresh).is_err(),
+            "not with the old"
+        );
+        let after = Tokens::new(&new);
+        assert_eq!(
+            after.verify(&before).unwrap_err().code,
+            ErrorCode::Unauthorized
+        );
     }
 }

@@ -15,7 +15,7 @@ use figment::Figment;
 use scorecast_shared::{BoardConfig, Id};
 use serde::{Deserialize, Serialize};
 
-use crate::auth::Secret;
+use crate::auth::{Scope, Secret};
 use crate::client_addr::{ForwardedHeader, ProxyNet, TrustedProxies};
 use crate::limiter::{Algorithm, Policy};
 
@@ -47,6 +47,11 @@ pub struct Cli {
     #[arg(long, env = "SCORECAST_TOKEN_SECRET", hide_env_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_secret: Option<Secret>,
+    /// The token secret being rotated out: player tokens signed with it are still accepted
+    /// (new ones are signed with the token secret).
+    #[arg(long, env = "SCORECAST_PREVIOUS_TOKEN_SECRET", hide_env_values = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_token_secret: Option<Secret>,
     /// Directory of the web pages.
     #[arg(long, env = "SCORECAST_WEB_DIR")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,6 +73,10 @@ pub struct Cli {
     #[arg(long, env = "SCORECAST_MAX_CONNS_PER_ADDR")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_conns_per_addr: Option<u32>,
+    /// Log format: `text` (for people) or `json` (one JSON object per line, for collectors).
+    #[arg(long, env = "SCORECAST_LOG_FORMAT", value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<LogFormat>,
     /// Development profile: generated secrets, guest logins, the game-2048 board.
     #[arg(long, env = "SCORECAST_DEV", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -193,6 +202,27 @@ impl Default for RedisSettings {
     }
 }
 
+/// How the server writes its log (`log_format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `fields.message`, the event's fields,
+    /// `target`, `span` and `spans`).
+    Json,
+}
+
+/// A named bearer key (`[keys.<name>]`, or `SCORECAST_KEYS__<NAME>__SCOPE` and `__SECRET`):
+/// the name is what the audit log records for the actions made with it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeySettings {
+    pub scope: Scope,
+    pub secret: Secret,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
@@ -200,8 +230,13 @@ pub struct Settings {
     /// May carry a password, so it prints as a secret.
     pub redis_url: Option<Secret>,
     pub redis: RedisSettings,
+    /// The key of scope `admin` named `admin`.
     pub admin_token: Option<Secret>,
     pub token_secret: Option<Secret>,
+    /// Accepted for verification only, during a rotation.
+    pub previous_token_secret: Option<Secret>,
+    /// Named bearer keys of scope `admin`, `game_server` or `read`, besides the admin token.
+    pub keys: BTreeMap<String, KeySettings>,
     pub web_dir: PathBuf,
     /// Empty: the server's own origin (any origin in dev).
     pub allowed_origins: Vec<String>,
@@ -210,6 +245,7 @@ pub struct Settings {
     pub trusted_proxies: Vec<ProxyNet>,
     pub forwarded_header: ForwardedHeader,
     pub max_conns_per_addr: u32,
+    pub log_format: LogFormat,
     pub dev: bool,
     /// Where the embedded redis-server keeps its data.
     pub data_dir: PathBuf,
@@ -235,11 +271,14 @@ impl Default for Settings {
             redis: RedisSettings::default(),
             admin_token: None,
             token_secret: None,
+            previous_token_secret: None,
+            keys: BTreeMap::new(),
             web_dir: PathBuf::from("web"),
             allowed_origins: Vec::new(),
             trusted_proxies: Vec::new(),
             forwarded_header: ForwardedHeader::default(),
             max_conns_per_addr: 1000,
+            log_format: LogFormat::Text,
             dev: false,
             data_dir: PathBuf::from("data"),
             public_limit: Policy {
@@ -323,6 +362,25 @@ impl Settings {
                 Some(s) if s.expose().len() < 32 => bail!("the {name} must be at least 32 bytes"),
                 Some(_) => {}
             }
+        }
+        if let Some(p) = &self.previous_token_secret {
+            if p.expose().len() < 32 {
+                bail!("the previous token secret (SCORECAST_PREVIOUS_TOKEN_SECRET) must be at least 32 bytes");
+            }
+        }
+        let mut secrets = vec![self.admin_token.as_ref().map(Secret::expose)];
+        for (name, key) in &self.keys {
+            Id::parse(name).with_context(|| format!("key name {name:?}"))?;
+            if name == crate::auth::ADMIN_TOKEN_NAME {
+                bail!("the key name {name:?} is the admin token's; choose another");
+            }
+            if key.secret.expose().len() < 32 {
+                bail!("the secret of key {name} must be at least 32 bytes");
+            }
+            if secrets.contains(&Some(key.secret.expose())) {
+                bail!("key {name} has the same secret as another key; each key needs its own");
+            }
+            secrets.push(Some(key.secret.expose()));
         }
         Ok(generated)
     }
@@ -548,6 +606,53 @@ mod tests {
         assert_eq!(s.forwarded_header, ForwardedHeader::XForwardedFor);
         std::fs::write(&file, "trusted_proxies = [\"10.0.0.300\"]\n").unwrap();
         assert!(Settings::load(&cli).is_err(), "a bad address in the file");
+    }
+
+    /// Named keys come from the file or the environment with their scope; a short, shared or
+    /// misnamed key is refused at start-up, and their secrets never show in `Debug`.
+    #[test]
+    fn named_keys_are_read_and_checked() {
+        let env = CleanEnv::new();
+        let dir = std::env::temp_dir().join(format!("sc-cfg-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        let dash = "d".repeat(40);
+        std::fs::write(
+            &file,
+            format!("[keys.dashboard]\nscope = \"read\"\nsecret = \"{dash}\"\n"),
+        )
+        .unwrap();
+        env.set("SCORECAST_CONFIG", file.to_str().unwrap());
+        let game = "g".repeat(40);
+        env.set("SCORECAST_KEYS__STUDIO__SCOPE", "game_server");
+        env.set("SCORECAST_KEYS__STUDIO__SECRET", &game);
+        env.set("SCORECAST_PREVIOUS_TOKEN_SECRET", &"p".repeat(32));
+        let mut s = Settings::load(&Cli::try_parse_from(["scorecast"]).unwrap()).unwrap();
+        assert_eq!(s.keys["dashboard"].scope, Scope::Read);
+        assert_eq!(s.keys["studio"].scope, Scope::GameServer);
+        assert_eq!(s.keys["studio"].secret.expose(), game);
+        assert!(s.previous_token_secret.is_some());
+        let printed = format!("{s:?}");
+        assert!(!printed.contains(&dash) && !printed.contains(&game));
+        s.admin_token = Some(Secret::generate());
+        s.token_secret = Some(Secret::generate());
+        assert!(s.clone().finish().is_ok());
+
+        let mut shared = s.clone();
+        shared.keys.get_mut("dashboard").unwrap().secret = Secret::new(game.clone());
+        assert!(shared.finish().is_err(), "two keys, one secret");
+        let mut short = s.clone();
+        short.keys.get_mut("dashboard").unwrap().secret = Secret::new("short");
+        assert!(short.finish().is_err(), "a short key");
+        let mut named_admin = s.clone();
+        let k = named_admin.keys.remove("dashboard").unwrap();
+        named_admin.keys.insert("admin".into(), k);
+        assert!(named_admin.finish().is_err(), "the admin token's name");
+        env.set("SCORECAST_KEYS__STUDIO__SCOPE", "root");
+        assert!(
+            Settings::load(&Cli::try_parse_from(["scorecast"]).unwrap()).is_err(),
+            "an unknown scope"
+        );
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub fn bans(board: &Id) -> String {
     format!("lb:{{{board}}}:bans")
 }
 
+/// `sc:audit`: the admin audit log, a stream of admin changes with the key that made each
+/// (`store/audit.rs`).
+pub const AUDIT: &str = "sc:audit";
+
 /// `sc:bans`: player -> record of a ban on every board (an index: each board holds the ban too,
 /// and boards created later take it from here); `#<player>` its version, `#` the last version.
 pub const BANS: &str = "sc:bans";

@@ -218,6 +218,85 @@ pub static ME_STANDINGS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     )
 });
 
+pub static HTTP_REQUESTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_http_requests_total",
+        "HTTP requests answered, by method, route template (`files` for the static files, \
+         `unmatched` when refused before routing) and status class (1xx to 5xx)",
+        &["method", "route", "status"],
+    )
+});
+
+pub static HTTP_SECONDS: LazyLock<HistogramVec> = LazyLock::new(|| {
+    register(
+        // unwrap: constant, valid metric name, labels and buckets.
+        HistogramVec::new(
+            HistogramOpts::new(
+                "scorecast_http_request_duration_seconds",
+                "Time from an HTTP request's head to its response's head, by method, route \
+                 template and status class",
+            )
+            .buckets(LATENCY.to_vec()),
+            &["method", "route", "status"],
+        )
+        .unwrap(),
+    )
+});
+
+/// The commit this binary was built from (`server/build.rs`).
+pub const GIT_COMMIT: &str = env!("SCORECAST_GIT_COMMIT");
+
+pub static BUILD_INFO: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    let g = gauge_vec(
+        "scorecast_build_info",
+        "Always 1; the labels say which build this is (version, git commit or `unknown`)",
+        &["version", "git_commit"],
+    );
+    g.with_label_values(&[env!("CARGO_PKG_VERSION"), GIT_COMMIT])
+        .set(1);
+    g
+});
+
+/// The process's CPU time, memory, open file descriptors, threads and start time
+/// (`process_*`, Linux).
+#[cfg(target_os = "linux")]
+static PROCESS: LazyLock<()> = LazyLock::new(|| {
+    // unwrap: registered once; its names are not ours.
+    REGISTRY
+        .register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))
+        .unwrap();
+});
+
+/// Records one answered HTTP request: `route` is the matched route's template (never the raw
+/// path, so the series stay few); `""` is the static file service mounted at the root (which
+/// also answers 404 for any path nothing else matched), labelled `files`; `None` (a request
+/// refused before routing) is `unmatched`.
+pub fn http_done(method: &str, route: Option<&str>, status: u16, started: Instant) {
+    let method = match method {
+        "GET" | "POST" | "PUT" | "DELETE" | "OPTIONS" | "HEAD" | "PATCH" => method,
+        _ => "other",
+    };
+    let class = match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    };
+    let route = match route {
+        None => "unmatched",
+        Some("") => "files",
+        Some(r) => r,
+    };
+    let labels = [method, route, class];
+    HTTP_REQUESTS.with_label_values(&labels).inc();
+    HTTP_SECONDS
+        .with_label_values(&labels)
+        .observe(started.elapsed().as_secs_f64());
+}
+
 pub static AROUND_WINDOWS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     counter_vec(
         "scorecast_around_windows_total",
@@ -303,6 +382,11 @@ pub fn render() -> String {
     for source in ["derived", "read"] {
         ME_STANDINGS.with_label_values(&[source]);
     }
+    LazyLock::force(&HTTP_REQUESTS);
+    LazyLock::force(&HTTP_SECONDS);
+    LazyLock::force(&BUILD_INFO);
+    #[cfg(target_os = "linux")]
+    LazyLock::force(&PROCESS);
     let mut buf = Vec::new();
     // unwrap: encoding into a Vec cannot fail.
     TextEncoder::new()

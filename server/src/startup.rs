@@ -10,9 +10,9 @@ use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 use scorecast_shared::Id;
 
-use crate::auth::Tokens;
+use crate::auth::{KeyRing, Tokens};
 use crate::clock::Clock;
-use crate::config::Settings;
+use crate::config::{LogFormat, Settings};
 use crate::conn::Dialer;
 use crate::embedded::RedisProcess;
 use crate::hub::Hub;
@@ -25,6 +25,8 @@ use crate::store::Store;
 pub struct Application {
     server: Server,
     port: u16,
+    /// The address the listener is bound to.
+    local: std::net::SocketAddr,
     state: AppState,
     /// The private redis-server when no URL was configured; stopped after the server.
     embedded: Option<RedisProcess>,
@@ -111,8 +113,15 @@ impl Application {
             limiter: Limiter::new(conn, clock),
             // Settings::finish ensured both secrets before build; these errors are for misuse.
             tokens: Tokens::new(settings.token_secret.as_ref().context("no token secret")?)
+                .with_previous(settings.previous_token_secret.as_ref())
                 .with_limits(settings.auth.max_token_lifetime_s, revocations),
-            admin_token: settings.admin_token.clone().context("no admin token")?,
+            keys: KeyRing::new(
+                settings.admin_token.as_ref().context("no admin token")?,
+                settings
+                    .keys
+                    .iter()
+                    .map(|(name, k)| (name.as_str(), k.scope, &k.secret)),
+            ),
             settings: Arc::new(settings),
         };
         // Scorecast's own jobs: the rollover of each calendar board's current season (idempotent),
@@ -147,7 +156,7 @@ impl Application {
                         Ok(res)
                     }
                 })
-                // Outermost: an oversize request head goes no further.
+                // An oversize request head goes no further.
                 .wrap_fn(|req, srv| {
                     use actix_web::dev::Service;
                     let fut = match crate::http::check_head(req.head()) {
@@ -159,6 +168,32 @@ impl Application {
                             Ok(f) => f.await,
                             Err(e) => Err(e.into()),
                         }
+                    }
+                })
+                // Outermost: every answer is counted and timed by route template, refusals of
+                // the head check included.
+                .wrap_fn(|req, srv| {
+                    use actix_web::dev::Service;
+                    let started = std::time::Instant::now();
+                    let method = req.method().clone();
+                    let fut = srv.call(req);
+                    async move {
+                        let r = fut.await;
+                        match &r {
+                            Ok(res) => crate::metrics::http_done(
+                                method.as_str(),
+                                res.request().match_pattern().as_deref(),
+                                res.status().as_u16(),
+                                started,
+                            ),
+                            Err(e) => crate::metrics::http_done(
+                                method.as_str(),
+                                None,
+                                e.as_response_error().status_code().as_u16(),
+                                started,
+                            ),
+                        }
+                        r
                     }
                 })
                 .configure(crate::http::routes)
@@ -175,6 +210,7 @@ impl Application {
         Ok(Application {
             server,
             port,
+            local,
             state,
             embedded,
             background,
@@ -183,6 +219,51 @@ impl Application {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.local
+    }
+
+    /// Where a browser on this machine reaches the server: the bound address, with loopback in
+    /// place of an unspecified one (`0.0.0.0`, `::`).
+    pub fn base_url(&self) -> String {
+        base_url_of(self.local)
+    }
+
+    /// Says where the server is, once it listens: its address and the URLs of the pages (the
+    /// live leaderboard `/`, the game `/play`, the admin console `/admin`). Printed as lines for
+    /// people, or as one log event with the URLs as fields in the JSON log format; with the
+    /// admin token the dev profile generated, if any.
+    pub fn announce(&self, format: LogFormat, generated_admin_token: Option<&crate::auth::Secret>) {
+        let base = self.base_url();
+        let pages = [
+            ("leaderboard", format!("{base}/")),
+            ("play", format!("{base}/play")),
+            ("admin", format!("{base}/admin")),
+        ];
+        match format {
+            LogFormat::Text => {
+                println!("scorecast listening on {base}");
+                for (name, url) in &pages {
+                    println!("  {name:<12} {url}");
+                }
+                if let Some(t) = generated_admin_token {
+                    println!("dev admin token: {}", t.expose());
+                }
+            }
+            LogFormat::Json => tracing::info!(
+                listen = %self.local,
+                leaderboard = %pages[0].1,
+                play = %pages[1].1,
+                admin = %pages[2].1,
+                "scorecast listening on {base}"
+            ),
+        }
+        if let (LogFormat::Json, Some(t)) = (format, generated_admin_token) {
+            tracing::info!(admin_token = t.expose(), "dev admin token");
+        }
     }
 
     pub fn state(&self) -> &AppState {
@@ -223,8 +304,41 @@ impl Application {
     }
 }
 
+/// `http://<addr>`, with loopback in place of an unspecified address.
+pub fn base_url_of(mut a: std::net::SocketAddr) -> String {
+    if a.ip().is_unspecified() {
+        a.set_ip(match a.ip() {
+            std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    format!("http://{a}")
+}
+
+/// Installs the log subscriber: `RUST_LOG` filters (default `info`), `format` shapes the lines.
+pub fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Text => fmt.init(),
+        LogFormat::Json => fmt.json().with_current_span(false).init(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// The printed URLs use the bound address, with loopback for an unspecified one (a browser
+    /// cannot open `http://0.0.0.0:8080`).
+    #[test]
+    fn base_urls_use_the_bound_address() {
+        let url = |a: &str| super::base_url_of(a.parse().unwrap());
+        assert_eq!(url("0.0.0.0:8080"), "http://127.0.0.1:8080");
+        assert_eq!(url("[::]:8080"), "http://[::1]:8080");
+        assert_eq!(url("10.1.2.3:80"), "http://10.1.2.3:80");
+        assert_eq!(url("127.0.0.1:43211"), "http://127.0.0.1:43211");
+    }
+
     #[test]
     fn redis_passwords_are_redacted() {
         assert_eq!(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use scorecast_shared::Id;
 use tracing::Instrument;
 
-use crate::auth::{Secret, Tokens};
+use crate::auth::{KeyRing, Tokens};
 use crate::config::Settings;
 use crate::error::AppResult;
 use crate::hub::Hub;
@@ -38,7 +38,8 @@ pub struct AppState {
     pub store: Store,
     pub limiter: Limiter,
     pub tokens: Tokens,
-    pub admin_token: Secret,
+    /// The admin token and the named keys (`docs/protocol.md`, "HTTP API").
+    pub keys: KeyRing,
     pub settings: Arc<Settings>,
     /// Job queues (`docs/queues.md`).
     pub queues: Queues,

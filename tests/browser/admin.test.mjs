@@ -80,6 +80,9 @@ describe("admin console", { timeout: 120_000 }, () => {
       await page.click("#board-form button[type=submit]");
       await page.waitForSelector(`#boards tr[data-board="${BOARD}"].watched`);
       assert.match(await page.textContent("#board-msg"), /created/);
+      // The change is among the admin actions, with the key that made it (the admin token).
+      await page.waitForSelector('#audit-rows tr[data-action="board_put"]');
+      assert.match(await page.textContent('#audit-rows tr[data-action="board_put"]'), new RegExp(`${BOARD}.*admin`));
       const cfg = await admin(base, "GET", `/admin/boards/${BOARD}`);
       assert.equal(cfg.op, "best");
 
@@ -117,6 +120,8 @@ describe("admin console", { timeout: 120_000 }, () => {
       // The player's history: the accepted submission and the ban with its reason.
       await page.click('#top-rows tr[data-player="honest"] button[data-action="history"]');
       await page.waitForSelector('#history-rows tr[data-action="submit"]');
+      // Each entry names the key that made it: these scores came with the admin token.
+      assert.match(await page.textContent('#history-rows tr[data-action="submit"]'), /by admin/);
       const { bans } = await admin(base, "GET", "/admin/bans");
       assert.deepEqual(bans.map((b) => [b.player, b.reason]), [["cheater", "impossible score"], ["legacy", "old"]]);
 

@@ -25,5 +25,6 @@ mod ws_limits;
 // real binary as a process, hash slots on a cluster node.
 mod auth;
 mod hash_slots;
+mod keys;
 mod nginx;
 mod process;

@@ -442,6 +442,7 @@ async fn a_stale_step_of_a_ban_on_every_board_changes_nothing() {
         v: v_ban + 1,
         layer: "+".into(),
         why: "lifted".into(),
+        by: "admin".into(),
     };
     assert_eq!(ban(&app, "oz", json!({"reason": "r2"})).await.status, 200);
     app.state

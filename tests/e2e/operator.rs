@@ -114,3 +114,181 @@ async fn every_dashboard_metric_is_exposed_and_documented() {
     value("scorecast_queue_jobs{queue=\"scorecast\",state=\"delayed\"}");
     value("scorecast_queue_lag_seconds{queue=\"scorecast\"}");
 }
+
+/// Every metric selector in a query: (name, the selector's labels or "").
+fn selectors(expr: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(i) = ["scorecast_", "process_"]
+        .iter()
+        .filter_map(|p| rest.find(p))
+        .min()
+    {
+        let name: String = rest[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        rest = &rest[i + name.len()..];
+        let labels = match rest.strip_prefix('{') {
+            Some(r) => r[..r.find('}').unwrap()].to_owned(),
+            None => String::new(),
+        };
+        out.push((name, labels));
+    }
+    out
+}
+
+/// Whether a query's values are durations in seconds: a quantile of a `_seconds` histogram, or
+/// a `_seconds` gauge (not a rate of one, nor a counter of seconds).
+fn in_seconds(expr: &str) -> bool {
+    (expr.contains("histogram_quantile") && expr.contains("_seconds_bucket"))
+        || selectors(expr)
+            .iter()
+            .any(|(n, _)| n.ends_with("_seconds") && !expr.contains("rate("))
+}
+
+/// The dashboard can be narrowed to instances: it has an `instance` variable and every metric
+/// selector of every panel's queries filters on `instance=~"$instance"`. Units fit the values:
+/// a panel whose queries are durations uses a time unit; a panel with any count, rate or size
+/// does not (no counts on a seconds axis).
+#[test]
+fn every_panel_filters_by_instance_and_counts_are_not_on_a_seconds_axis() {
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/grafana-dashboard.json")).unwrap(),
+    )
+    .unwrap();
+    let vars = dashboard["templating"]["list"].as_array().unwrap();
+    assert!(
+        vars.iter()
+            .any(|v| v["name"] == "instance" && v["type"] == "query"),
+        "an instance variable: {vars:?}"
+    );
+    const TIME_UNITS: &[&str] = &[
+        "ns",
+        "µs",
+        "us",
+        "ms",
+        "s",
+        "m",
+        "h",
+        "d",
+        "dtdurationms",
+        "dtdurations",
+        "clockms",
+        "clocks",
+    ];
+    let panels = dashboard["panels"].as_array().unwrap();
+    assert!(panels.len() >= 10);
+    for p in panels {
+        let title = p["title"].as_str().unwrap();
+        let unit = p["fieldConfig"]["defaults"]["unit"].as_str().unwrap_or("");
+        let mut queries = Vec::new();
+        exprs(&p["targets"], &mut queries);
+        assert!(!queries.is_empty(), "{title}: no queries");
+        for q in &queries {
+            let sels = selectors(q);
+            assert!(!sels.is_empty(), "{title}: {q}");
+            for (name, labels) in sels {
+                assert!(
+                    labels
+                        .split(',')
+                        .any(|l| l.trim() == "instance=~\"$instance\""),
+                    "{title}: {name} is not filtered by $instance in {q}"
+                );
+            }
+        }
+        let time_unit = TIME_UNITS.contains(&unit);
+        if queries.iter().all(|q| in_seconds(q)) {
+            assert!(time_unit, "{title}: durations shown in {unit:?}");
+        } else {
+            assert!(
+                !time_unit,
+                "{title}: counts or rates on a {unit:?} axis: {queries:?}"
+            );
+        }
+    }
+}
+
+/// After a few requests `/metrics` has the HTTP series labelled by route template (never the raw
+/// path) and status class, with their latency histogram; the build info (this crate's version
+/// and the commit it was built from); and the process metrics.
+#[tokio::test]
+async fn http_requests_build_info_and_process_metrics_are_exposed() {
+    let app = spawn_app().await;
+    app.board("mb", json!({})).await;
+    for _ in 0..3 {
+        assert_eq!(app.get("/v1/boards/mb/top").await.status, 200);
+    }
+    assert_eq!(app.get("/v1/boards/mb/players/nobody").await.status, 404);
+    assert_eq!(app.get("/no-such-route/x").await.status, 404);
+
+    let text = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    assert!(
+        value(
+            r#"scorecast_http_requests_total{method="GET",route="/v1/boards/{board}/top",status="2xx"}"#
+        ) >= 3.0
+    );
+    assert!(
+        value(
+            r#"scorecast_http_requests_total{method="GET",route="/v1/boards/{board}/players/{player}",status="4xx"}"#
+        ) >= 1.0
+    );
+    assert!(
+        value(
+            r#"scorecast_http_request_duration_seconds_count{method="GET",route="/v1/boards/{board}/top",status="2xx"}"#
+        ) >= 3.0
+    );
+    assert!(
+        value(
+            r#"scorecast_http_requests_total{method="PUT",route="/admin/boards/{board}",status="2xx"}"#
+        ) >= 1.0
+    );
+    assert!(
+        value(r#"scorecast_http_requests_total{method="GET",route="files",status="4xx"}"#) >= 1.0,
+        "an unrouted path is the file service's 404"
+    );
+    for raw in ["/v1/boards/mb", "/no-such-route"] {
+        assert!(
+            !text.contains(&format!("route=\"{raw}")),
+            "no raw path {raw} as a route label"
+        );
+    }
+
+    let commit = scorecast_tests::scorecast_server::metrics::GIT_COMMIT;
+    assert_eq!(
+        value(&format!(
+            r#"scorecast_build_info{{git_commit="{commit}",version="{}"}}"#,
+            env!("CARGO_PKG_VERSION")
+        )),
+        1.0
+    );
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    if !head.is_empty() {
+        assert!(
+            head.starts_with(commit),
+            "built from this checkout's commit: {commit} vs HEAD {head}"
+        );
+    }
+
+    assert!(value("process_resident_memory_bytes") > 0.0);
+    assert!(value("process_open_fds") > 0.0);
+    assert!(value("process_start_time_seconds") > 1.0e9);
+}

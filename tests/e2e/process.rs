@@ -7,7 +7,8 @@ use redis::AsyncCommands;
 use scorecast_tests::process::ServerProcess;
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{
-    hold_redis_busy, player_token, root, start_test_redis, temp_dir, ADMIN_TOKEN, TOKEN_SECRET,
+    hold_redis_busy, player_token, root, start_test_redis, temp_dir, TestRedis, ADMIN_TOKEN,
+    TOKEN_SECRET,
 };
 use serde_json::{json, Value};
 
@@ -333,4 +334,84 @@ async fn secrets_never_appear_in_the_logs() {
     for secret in [ADMIN_TOKEN, TOKEN_SECRET, REDIS_PASSWORD] {
         assert!(!out.contains(secret), "{secret} printed:\n{out}");
     }
+}
+
+/// Starts the binary on a fresh Redis with `extra` environment; returns it with its Redis.
+fn start_with(tag: &str, extra: &[(&'static str, &'static str)]) -> (ServerProcess, TestRedis) {
+    let redis = start_test_redis();
+    let web = root().join("web");
+    let mut vars = env();
+    vars.extend_from_slice(extra);
+    let server = ServerProcess::start(
+        &bin(),
+        &temp_dir(tag),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--redis-url",
+            &redis.url(),
+            "--web-dir",
+            web.to_str().unwrap(),
+        ],
+        &vars,
+    );
+    (server, redis)
+}
+
+/// At start-up the server says where its pages are, from the address it really bound (port 0
+/// here): the live leaderboard `/`, the game `/play` and the console `/admin`, each of which
+/// then answers 200.
+#[tokio::test]
+async fn start_up_prints_the_urls_of_the_pages() {
+    let (server, _redis) = start_with("urls", &[]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let out = server.output();
+    let http = reqwest::Client::new();
+    for page in ["/", "/play", "/admin"] {
+        let url = format!("{base}{page}");
+        assert!(
+            out.lines()
+                .any(|l| l.trim_end().ends_with(&format!(" {url}"))),
+            "{url} is printed:\n{out}"
+        );
+        assert_eq!(http.get(&url).send().await.unwrap().status(), 200, "{url}");
+    }
+}
+
+/// With `SCORECAST_LOG_FORMAT=json` every line the process writes — start-up, requests at debug
+/// level, shutdown — is one JSON object with a timestamp, a level and a message; the start-up
+/// event carries the pages' URLs as fields.
+#[tokio::test]
+async fn the_json_log_format_writes_one_json_object_per_line() {
+    let (mut server, _redis) = start_with("json-log", &[("SCORECAST_LOG_FORMAT", "json")]);
+    put_board(server.port, "b").await;
+    let mut ws = WsClient::connect(&format!("ws://127.0.0.1:{}/ws", server.port)).await;
+    ws.hello(&player_token("alice", None)).await;
+    assert_eq!(ws.submit("1", "b", 5).await["type"], "ack");
+    server.sigterm();
+    assert!(server.wait_exit().is_some());
+
+    let out = server.output();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() >= 3, "some log lines:\n{out}");
+    let mut events = Vec::new();
+    for line in &lines {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\nall:\n{out}"));
+        assert!(
+            v["timestamp"].is_string()
+                && v["level"].is_string()
+                && v["fields"]["message"].is_string(),
+            "timestamp, level and message: {line}"
+        );
+        events.push(v);
+    }
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let start = events
+        .iter()
+        .find(|v| v["fields"]["admin"].is_string())
+        .unwrap_or_else(|| panic!("the start-up event:\n{out}"));
+    assert_eq!(start["fields"]["leaderboard"], format!("{base}/"));
+    assert_eq!(start["fields"]["play"], format!("{base}/play"));
+    assert_eq!(start["fields"]["admin"], format!("{base}/admin"));
 }

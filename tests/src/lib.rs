@@ -466,7 +466,7 @@ pub fn submission(
         points,
         op: None,
         name: None,
-        skip_limit: false,
+        by: None,
     }
 }
 

@@ -59,7 +59,11 @@ impl ServerProcess {
                 .output()
                 .lines()
                 .find_map(|l| l.split("listening on http://127.0.0.1:").nth(1))
-                .and_then(|rest| rest.trim().parse().ok())
+                // The port's digits: the text line ends there, the JSON log event goes on.
+                .and_then(|rest| {
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    digits.parse().ok()
+                })
             {
                 break port;
             }

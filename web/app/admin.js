@@ -116,7 +116,7 @@ function showState(s) {
 }
 
 async function refreshAll() {
-  await Promise.all([refreshBoards(), refreshBans(), refreshQueues()]).catch(fail("refresh"));
+  await Promise.all([refreshBoards(), refreshBans(), refreshQueues(), refreshAudit()]).catch(fail("refresh"));
 }
 
 // ---- boards ----------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ $("board-form").addEventListener("submit", async (ev) => {
   try {
     const r = await api("PUT", `/admin/boards/${id}`, config);
     msg.textContent = r.created ? `Board ${id} created.` : `Board ${id} saved.`;
-    await refreshBoards();
+    await Promise.all([refreshBoards(), refreshAudit()]);
     if (!watched) watch(id);
   } catch (e) {
     msg.textContent = `${e.code}: ${e.message}`;
@@ -284,7 +284,8 @@ async function showHistory(board, player, cursor = null) {
               : what === "remove"
                 ? `${formatThousands(e.points)} removed (${e.season}${e.held ? ", held by a ban" : ""})`
                 : e.reason;
-        const tr = row([timeText(e.time_ms), what, details]);
+        const who = e.by ? ` · by ${e.by}` : "";
+        const tr = row([timeText(e.time_ms), what, details + who]);
         tr.dataset.action = what;
         return tr;
       }),
@@ -328,6 +329,22 @@ async function lift(b) {
   } catch (e) {
     fail("lift")(e);
   }
+}
+
+// ---- admin actions ---------------------------------------------------------------------------
+
+// The admin audit log's latest changes (board configuration and deletion, rollovers, removals,
+// revocations, dead-letter retries), each with the name of the key that made it.
+async function refreshAudit() {
+  const { entries } = await api("GET", "/admin/audit?limit=20");
+  $("audit-rows").replaceChildren(
+    ...entries.map((e) => {
+      const target = [e.board, e.player, e.queue, e.job, e.season].filter(Boolean).join(" ");
+      const tr = row([new Date(e.time_ms).toISOString().replace("T", " ").slice(0, 19), e.action, target, e.by]);
+      tr.dataset.action = e.action;
+      return tr;
+    }),
+  );
 }
 
 // ---- queues ----------------------------------------------------------------------------------

@@ -6,10 +6,10 @@ use scorecast_shared::{BoardConfig, ErrorCode, Id, Op};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::extract::Admin;
+use super::extract::{Admin, GameServer, Reader};
 use crate::error::{AppError, AppResult};
 use crate::state::{AppState, Transport};
-use crate::store::{Accepted, LogCursor, LogPage, Submission};
+use crate::store::{Accepted, AuditPage, LogCursor, LogPage, Submission};
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct BoardPut {
@@ -24,13 +24,26 @@ pub struct BoardPut {
 #[utoipa::path(params(("board" = String, Path)), request_body = BoardConfig, responses((status = 200, body = BoardPut), (status = 409)), tag = "admin", security(("admin" = [])))]
 #[put("/admin/boards/{board}")]
 pub async fn put_board(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
     body: web::Json<BoardConfig>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let created = st.store.put_board(&board, &body).await?;
+    tracing::info!(%board, created, key = %key.0, "board configured");
+    let config = serde_json::to_string(&*body).unwrap_or_default();
+    st.store
+        .audit(
+            key.0.as_str(),
+            "board_put",
+            &[
+                ("board", board.as_str()),
+                ("created", if created { "1" } else { "0" }),
+                ("config", &config),
+            ],
+        )
+        .await;
     if created {
         // Bans on every board reach boards created later.
         st.store.apply_global_bans(&board).await?;
@@ -60,7 +73,7 @@ pub struct ScoreBody {
 #[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), request_body = ScoreBody, responses((status = 200, body = Accepted), (status = 403), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/boards/{board}/players/{player}/score")]
 pub async fn score(
-    _: Admin,
+    key: GameServer,
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
     body: web::Json<ScoreBody>,
@@ -80,7 +93,7 @@ pub async fn score(
         points,
         op: body.op,
         name: None,
-        skip_limit: true,
+        by: Some(key.0 .0),
     };
     Ok(HttpResponse::Ok().json(st.submit_via(&s, Transport::Http).await?))
 }
@@ -90,12 +103,20 @@ pub async fn score(
 #[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), responses((status = 204), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[delete("/admin/boards/{board}/players/{player}")]
 pub async fn remove(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
 ) -> AppResult<HttpResponse> {
     let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
     if st.store.remove(&board, &player).await? {
+        tracing::info!(%board, %player, key = %key.0, "player removed");
+        st.store
+            .audit(
+                key.0.as_str(),
+                "player_remove",
+                &[("board", board.as_str()), ("player", player.as_str())],
+            )
+            .await;
         Ok(HttpResponse::NoContent().finish())
     } else {
         Err(AppError::new(
@@ -123,7 +144,7 @@ pub struct RolloverResponse {
 #[utoipa::path(params(("board" = String, Path)), request_body = RolloverBody, responses((status = 200, body = RolloverResponse), (status = 409)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/boards/{board}/rollover")]
 pub async fn rollover(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
     body: web::Json<RolloverBody>,
@@ -131,6 +152,18 @@ pub async fn rollover(
     let board = AppState::id(&path)?;
     let season = AppState::id(&body.season)?;
     let (season, start_ms, previous_season) = st.store.rollover(&board, &season).await?;
+    tracing::info!(%board, %season, key = %key.0, "season rolled over");
+    st.store
+        .audit(
+            key.0.as_str(),
+            "rollover",
+            &[
+                ("board", board.as_str()),
+                ("season", &season),
+                ("previous_season", &previous_season),
+            ],
+        )
+        .await;
     // Rewards of the season that just ended, as for calendar seasons. The new season has
     // started either way; a failure here is logged and the job can be enqueued again.
     if let Err(e) = crate::jobs::season_ended(&st, &board, &previous_season, start_ms).await {
@@ -166,7 +199,7 @@ pub struct LogQuery {
 #[utoipa::path(params(("board" = String, Path), LogQuery), responses((status = 200, body = LogPage), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[get("/admin/boards/{board}/log")]
 pub async fn log(
-    _: Admin,
+    _: Reader,
     st: web::Data<AppState>,
     path: web::Path<String>,
     q: web::Query<LogQuery>,
@@ -212,7 +245,7 @@ pub struct TokenResponse {
 #[utoipa::path(request_body = TokenRequest, responses((status = 200, body = TokenResponse)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/tokens")]
 pub async fn tokens(
-    _: Admin,
+    _: GameServer,
     st: web::Data<AppState>,
     body: web::Json<TokenRequest>,
 ) -> AppResult<HttpResponse> {
@@ -243,7 +276,7 @@ pub struct Revoked {
 #[utoipa::path(params(("player" = String, Path)), responses((status = 200, body = Revoked), (status = 400)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/players/{player}/revoke")]
 pub async fn revoke(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
 ) -> AppResult<HttpResponse> {
@@ -258,15 +291,64 @@ pub async fn revoke(
             st.tokens.revocation_keep_ms(),
         )
         .await?;
-    tracing::info!(%player, revoked_at_ms, "tokens revoked");
+    tracing::info!(%player, revoked_at_ms, key = %key.0, "tokens revoked");
+    st.store
+        .audit(
+            key.0.as_str(),
+            "tokens_revoke",
+            &[
+                ("player", player.as_str()),
+                ("revoked_at_ms", &revoked_at_ms.to_string()),
+            ],
+        )
+        .await;
     Ok(HttpResponse::Ok().json(Revoked {
         player: player.into_string(),
         revoked_at_ms,
     }))
 }
 
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// 1–1000, default 100.
+    pub limit: Option<usize>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// The admin audit log, newest first: board configuration and deletion, rollovers, removed
+/// players, token revocations and dead-letter retries, each with `by`, the name of the key that
+/// made it. (Bans, lifts and admin scores are in each board's log.)
+#[utoipa::path(params(AuditQuery), responses((status = 200, body = AuditPage), (status = 400)), tag = "admin", security(("admin" = [])))]
+#[get("/admin/audit")]
+pub async fn audit(
+    _: Reader,
+    st: web::Data<AppState>,
+    q: web::Query<AuditQuery>,
+) -> AppResult<HttpResponse> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(AppError::bad_request("limit must be 1..=1000"));
+    }
+    let cursor = q
+        .cursor
+        .as_deref()
+        .map(|s| {
+            LogCursor::parse(s)
+                .filter(|c| c.is_plain())
+                .map(|_| s)
+                .ok_or_else(|| {
+                    AppError::bad_request(format!("cursor {s:?} is not an audit cursor"))
+                })
+        })
+        .transpose()?;
+    Ok(HttpResponse::Ok().json(st.store.audit_page(limit, cursor).await?))
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(put_board)
+    cfg.service(audit)
+        .service(put_board)
         .service(revoke)
         .service(score)
         .service(remove)

@@ -1,4 +1,9 @@
-//! Request guards: the admin bearer token, and the per-address limiter on public reads.
+//! Request guards: the bearer key of each scope, and the per-address limiter on public reads.
+//!
+//! Each endpoint states the scope it needs in one place, by taking one of [`Admin`],
+//! [`GameServer`] or [`Reader`] as an argument: a request without a known key is refused 401
+//! `unauthorized`, a known key of a narrower scope 403 `forbidden`, before the handler runs (so
+//! nothing changes). Each guard carries the key's name, which audited actions record.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -6,7 +11,7 @@ use std::pin::Pin;
 use actix_web::{web, FromRequest, HttpRequest};
 use scorecast_shared::ErrorCode;
 
-use crate::auth;
+use crate::auth::Scope;
 use crate::error::{AppError, RateInfo};
 use crate::state::AppState;
 
@@ -18,30 +23,82 @@ fn state(req: &HttpRequest) -> AppState {
         .clone()
 }
 
-/// Present in a handler's arguments: the request carried the admin token.
-pub struct Admin;
+/// The name of the key that made a request (never its secret).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyName(pub String);
 
-impl FromRequest for Admin {
-    type Error = AppError;
-    type Future = std::future::Ready<Result<Admin, AppError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
-        let st = state(req);
-        let presented = req
-            .headers()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        std::future::ready(if auth::admin_ok(presented, &st.admin_token) {
-            Ok(Admin)
-        } else {
-            Err(AppError::new(
-                ErrorCode::Unauthorized,
-                "admin endpoints need Authorization: Bearer <admin token>",
-            ))
-        })
+impl KeyName {
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
+
+/// The key a request carries, if it is allowed `needed`.
+fn authorize(req: &HttpRequest, needed: Scope) -> Result<KeyName, AppError> {
+    let st = state(req);
+    let presented = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let Some(key) = presented.and_then(|p| st.keys.find(p)) else {
+        return Err(AppError::new(
+            ErrorCode::Unauthorized,
+            "this endpoint needs Authorization: Bearer <key> (the admin token or a named key)",
+        ));
+    };
+    if !key.scope.allows(needed) {
+        return Err(AppError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "key {} has scope {}; this endpoint needs scope {}{}",
+                key.name,
+                key.scope.as_str(),
+                needed.as_str(),
+                if needed == Scope::Admin {
+                    ""
+                } else {
+                    " or admin"
+                }
+            ),
+        ));
+    }
+    Ok(KeyName(key.name.clone()))
+}
+
+macro_rules! scope_guard {
+    ($(#[$doc:meta])* $name:ident, $scope:expr) => {
+        $(#[$doc])*
+        pub struct $name(pub KeyName);
+
+        impl FromRequest for $name {
+            type Error = AppError;
+            type Future = std::future::Ready<Result<$name, AppError>>;
+
+            fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+                std::future::ready(authorize(req, $scope).map($name))
+            }
+        }
+    };
+}
+
+scope_guard!(
+    /// Present in a handler's arguments: the request carried a key of scope `admin`.
+    Admin,
+    Scope::Admin
+);
+scope_guard!(
+    /// Present in a handler's arguments: the request carried a key of scope `game_server` (or
+    /// `admin`).
+    GameServer,
+    Scope::GameServer
+);
+scope_guard!(
+    /// Present in a handler's arguments: the request carried a key of any scope (`read` is the
+    /// narrowest).
+    Reader,
+    Scope::Read
+);
 
 /// Present in a handler's arguments: the client's address is within the public read limit.
 pub struct ReadLimit(pub RateInfo);
@@ -72,5 +129,11 @@ impl FromRequest for ReadLimit {
                 ))
             }
         })
+    }
+}
+
+impl std::fmt::Display for KeyName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }

@@ -5,7 +5,7 @@ use actix_web::{delete, get, put, web, HttpResponse};
 use scorecast_shared::{BoardConfig, ErrorCode};
 use serde::{Deserialize, Serialize};
 
-use super::extract::Admin;
+use super::extract::{Admin, Reader};
 use crate::error::{AppError, AppResult};
 use crate::queue::MAX_SCHEDULE_AHEAD_MS;
 use crate::state::AppState;
@@ -47,7 +47,7 @@ pub fn check_until(until_ms: i64, now_ms: i64) -> AppResult<()> {
 #[utoipa::path(params(("player" = String, Path)), request_body = BanBody, responses((status = 200, body = Ban), (status = 400), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[put("/admin/bans/{player}")]
 pub async fn put_ban(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
     body: web::Json<BanBody>,
@@ -71,6 +71,7 @@ pub async fn put_ban(
         reason: body.reason.clone(),
         until_ms: body.until_ms,
         at_ms: now,
+        by: Some(key.0 .0),
     };
     // Every check is above and the board must exist: a refused ban writes nothing. The lift
     // job comes first, so a ban is never left without it (a job whose ban never came, or was
@@ -85,7 +86,7 @@ pub async fn put_ban(
         }
         None => st.store.ban_everywhere(&ban).await?,
     }
-    tracing::info!(%player, board = ?ban.board, until_ms = ?ban.until_ms, "banned");
+    tracing::info!(%player, board = ?ban.board, until_ms = ?ban.until_ms, key = ?ban.by, "banned");
     Ok(HttpResponse::Ok().json(ban))
 }
 
@@ -102,19 +103,18 @@ pub struct LiftQuery {
 #[utoipa::path(params(("player" = String, Path), LiftQuery), responses((status = 204), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[delete("/admin/bans/{player}")]
 pub async fn delete_ban(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
     q: web::Query<LiftQuery>,
 ) -> AppResult<HttpResponse> {
     let player = AppState::id(&path)?;
+    let lift = Lift::Lifted {
+        by: key.0.to_string(),
+    };
     let lifted = match q.board.as_deref().map(AppState::id).transpose()? {
-        Some(b) => {
-            st.store
-                .unban_on(&b, &player, Layer::Board, Lift::Lifted)
-                .await?
-        }
-        None => st.store.unban_everywhere(&player, Lift::Lifted).await?,
+        Some(b) => st.store.unban_on(&b, &player, Layer::Board, lift).await?,
+        None => st.store.unban_everywhere(&player, lift).await?,
     };
     if !lifted {
         // A ban on every board is lifted as a whole, not board by board.
@@ -132,7 +132,7 @@ pub async fn delete_ban(
         };
         return Err(AppError::new(ErrorCode::NotFound, message));
     }
-    tracing::info!(%player, board = ?q.board, "ban lifted");
+    tracing::info!(%player, board = ?q.board, key = %key.0, "ban lifted");
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -144,7 +144,7 @@ pub struct BanList {
 /// Every ban: those on every board (`board: null`), then each board's own.
 #[utoipa::path(responses((status = 200, body = BanList)), tag = "admin", security(("admin" = [])))]
 #[get("/admin/bans")]
-pub async fn list_bans(_: Admin, st: web::Data<AppState>) -> AppResult<HttpResponse> {
+pub async fn list_bans(_: Reader, st: web::Data<AppState>) -> AppResult<HttpResponse> {
     Ok(HttpResponse::Ok().json(BanList {
         bans: st.store.bans().await?,
     }))
@@ -169,7 +169,7 @@ pub struct BoardInfo {
 #[utoipa::path(params(("board" = String, Path)), responses((status = 200, body = BoardInfo), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[get("/admin/boards/{board}")]
 pub async fn get_board(
-    _: Admin,
+    _: Reader,
     st: web::Data<AppState>,
     path: web::Path<String>,
 ) -> AppResult<HttpResponse> {
@@ -197,13 +197,20 @@ pub async fn get_board(
 #[utoipa::path(params(("board" = String, Path)), responses((status = 204), (status = 404)), tag = "admin", security(("admin" = [])))]
 #[delete("/admin/boards/{board}")]
 pub async fn delete_board(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let keys = st.store.delete_board(&board).await?;
-    tracing::info!(%board, keys, "board deleted");
+    tracing::info!(%board, keys, key = %key.0, "board deleted");
+    st.store
+        .audit(
+            key.0.as_str(),
+            "board_delete",
+            &[("board", board.as_str()), ("keys", &keys.to_string())],
+        )
+        .await;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -62,7 +62,7 @@ pub async fn metrics(st: web::Data<AppState>) -> HttpResponse {
         super::public::boards, super::public::top, super::public::player_get, super::public::around,
         super::public::players, super::public::seasons, super::public::guest,
         super::admin::put_board, super::admin::score, super::admin::remove, super::admin::rollover,
-        super::admin::log, super::admin::tokens, super::admin::revoke,
+        super::admin::log, super::admin::tokens, super::admin::revoke, super::admin::audit,
         super::moderation::put_ban, super::moderation::delete_ban, super::moderation::list_bans,
         super::moderation::get_board, super::moderation::delete_board, super::console::queues,
         super::queues::enqueue, super::queues::counts, super::queues::claim, super::queues::ack,

@@ -8,7 +8,7 @@ use scorecast_shared::Id;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::extract::Admin;
+use super::extract::{Admin, Reader};
 use crate::error::{AppError, AppResult};
 use crate::queue::{Counts, Lease, NewJob, When, MAX_ATTEMPTS, MAX_PRIORITY};
 use crate::state::AppState;
@@ -114,7 +114,7 @@ pub async fn enqueue(
 #[utoipa::path(params(("q" = String, Path)), responses((status = 200, body = Counts)), tag = "queues", security(("admin" = [])))]
 #[get("/admin/queues/{q}")]
 pub async fn counts(
-    _: Admin,
+    _: Reader,
     st: web::Data<AppState>,
     path: web::Path<String>,
 ) -> AppResult<HttpResponse> {
@@ -308,7 +308,7 @@ pub struct DeadQuery {
 #[utoipa::path(params(("q" = String, Path), DeadQuery), responses((status = 200, body = DeadList)), tag = "queues", security(("admin" = [])))]
 #[get("/admin/queues/{q}/dead")]
 pub async fn dead(
-    _: Admin,
+    _: Reader,
     st: web::Data<AppState>,
     path: web::Path<String>,
     query: web::Query<DeadQuery>,
@@ -347,12 +347,20 @@ pub async fn dead(
 #[utoipa::path(params(("q" = String, Path), ("id" = String, Path)), responses((status = 204), (status = 404)), tag = "queues", security(("admin" = [])))]
 #[post("/admin/queues/{q}/dead/{id}/retry")]
 pub async fn retry(
-    _: Admin,
+    key: Admin,
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
 ) -> AppResult<HttpResponse> {
     let (q, id) = job_path(&st, &path)?;
     q.retry(&id).await?;
+    tracing::info!(queue = %path.0, job = %id, key = %key.0, "dead letter retried");
+    st.store
+        .audit(
+            key.0.as_str(),
+            "dead_letter_retry",
+            &[("queue", path.0.as_str()), ("job", id.as_str())],
+        )
+        .await;
     Ok(HttpResponse::NoContent().finish())
 }
 

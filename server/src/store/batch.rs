@@ -193,7 +193,7 @@ async fn apply_batch(
 
 /// A batch's submissions as `lua/submit.lua` takes them (ARGV[3]): one msgpack array of 6
 /// strings each — player, id, points in decimal, op override or `''`, display name or `''`,
-/// `'1'` to skip the board's limit or `''`. Also how the audit entry stores them
+/// the name of the key that submitted for the player (skipping the board's limit) or `''`. Also how the audit entry stores them
 /// (`store/log.rs`).
 pub fn pack_submissions<'a>(batch: impl ExactSizeIterator<Item = &'a Submission>) -> Vec<u8> {
     use rmp::encode::{write_array_len, write_str};
@@ -218,7 +218,7 @@ pub fn pack_submissions<'a>(batch: impl ExactSizeIterator<Item = &'a Submission>
             &points,
             op,
             s.name.as_deref().unwrap_or(""),
-            if s.skip_limit { "1" } else { "" },
+            s.by.as_deref().unwrap_or(""),
         ] {
             write_str(&mut out, field).expect(INFALLIBLE);
         }

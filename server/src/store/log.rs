@@ -65,6 +65,11 @@ impl LogCursor {
         })
     }
 
+    /// A bare stream id (`<ms>-<seq>`), without a count of events to skip.
+    pub fn is_plain(&self) -> bool {
+        self.skip == 0
+    }
+
     fn render(&self) -> String {
         match self.skip {
             0 => self.id.clone(),
@@ -280,6 +285,10 @@ fn plain_entry(e: &StreamId) -> serde_json::Value {
     obj.insert("stream_id".into(), e.id.clone().into());
     for (k, v) in &e.map {
         let s = reply::text(v).unwrap_or_default();
+        if k == "by" && s.is_empty() {
+            // Not placed with a key (the expiry job).
+            continue;
+        }
         let v = match s.parse::<i64>() {
             Ok(n) if !matches!(k.as_str(), "player" | "id" | "season" | "reason") => n.into(),
             _ => s.into(),
@@ -290,7 +299,8 @@ fn plain_entry(e: &StreamId) -> serde_json::Value {
 }
 
 /// The accepted submissions of a batch entry, in the batch's order: `subs` holds 6 strings per
-/// submission (player, id, points, op override or `''`, name, skip_limit), `results` the
+/// submission (player, id, points, op override or `''`, name, the submitting key's name or `''`;
+/// `'1'` in entries written before keys had names), `results` the
 /// batch's season and 7 fields per submission, led by `1` for one accepted (not a duplicate).
 fn packed_batch(
     e: &StreamId,
@@ -319,7 +329,7 @@ fn packed_batch(
                 own if own.is_empty() => board_op.to_owned(),
                 own => own,
             };
-            Ok(serde_json::json!({
+            let mut ev = serde_json::json!({
                 "stream_id": e.id,
                 "player": text(&s[0])?,
                 "id": text(&s[1])?,
@@ -329,7 +339,12 @@ fn packed_batch(
                 "rank": int(&r[3])?,
                 "season": season,
                 "time_ms": time_ms,
-            }))
+            });
+            match text(&s[5])?.as_str() {
+                "" | "1" => {}
+                by => ev["by"] = by.into(),
+            }
+            Ok(ev)
         })
         .collect()
 }

@@ -2,6 +2,7 @@
 //! operation here is one script (see `lua/`) or one command, on the shared multiplexed
 //! connection. Submissions go through the per-board group commit of `batch.rs`.
 
+mod audit;
 mod batch;
 mod log;
 mod moderation;
@@ -16,6 +17,7 @@ use crate::clock::Clock;
 use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
 use crate::{keys, reply, scripts};
+pub use audit::AuditPage;
 use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
@@ -66,8 +68,9 @@ pub struct Submission {
     pub op: Option<Op>,
     /// Display name to record (from the token's `name` claim).
     pub name: Option<String>,
-    /// Skip the board's `submit_limit` (admin).
-    pub skip_limit: bool,
+    /// The name of the key that submitted for the player over HTTP (recorded in the audit
+    /// log); such a submission skips the board's `submit_limit`. `None` for the player's own.
+    pub by: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]

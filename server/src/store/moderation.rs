@@ -26,6 +26,9 @@ pub struct Ban {
     pub until_ms: Option<i64>,
     /// When it was placed (ms since the epoch).
     pub at_ms: i64,
+    /// The name of the key that placed it (absent on bans placed before keys had names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// Which of a board's two ban layers a script touches (`lua/ban.lua`, `lua/unban.lua`).
@@ -50,20 +53,21 @@ impl Layer {
 }
 
 /// Why a ban ends (written to the audit log).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lift {
-    /// An admin lifted it.
-    Lifted,
+    /// An admin lifted it, with the key named here.
+    Lifted { by: String },
     /// The `ban.lift` job at `until_ms`; only the ban with that `until_ms` is lifted, so a ban
     /// renewed meanwhile stays.
     Expired { until_ms: i64 },
 }
 
 impl Lift {
-    fn args(self) -> (&'static str, String) {
+    /// Why, the expected `until_ms` (`''` = any), and who (`''` = the expiry job).
+    fn args(&self) -> (&'static str, String, &str) {
         match self {
-            Lift::Lifted => ("lifted", String::new()),
-            Lift::Expired { until_ms } => ("expired", until_ms.to_string()),
+            Lift::Lifted { by } => ("lifted", String::new(), by),
+            Lift::Expired { until_ms } => ("expired", until_ms.to_string(), ""),
         }
     }
 }
@@ -84,6 +88,9 @@ pub enum Intent {
         layer: String,
         /// `lifted` or `expired`.
         why: String,
+        /// The name of the key that lifted it (`''`: the expiry job).
+        #[serde(default)]
+        by: String,
     },
 }
 
@@ -93,6 +100,18 @@ impl Intent {
             Intent::Ban { v, .. } | Intent::Lift { v, .. } => *v,
         }
     }
+}
+
+/// The arguments of one lift on one board (`lua/unban.lua`).
+struct UnbanStep<'a> {
+    /// [`Layer::arg`].
+    layer: &'a str,
+    /// `lifted` or `expired`.
+    why: &'a str,
+    /// The expected `until_ms` (`''` = any).
+    until: &'a str,
+    /// The name of the key that lifted it (`''` = the expiry job).
+    by: &'a str,
 }
 
 fn decode_bans(raw: Vec<String>) -> Vec<Ban> {
@@ -122,7 +141,8 @@ impl Store {
                 Some(_) => Layer::Board.arg(),
                 None => Layer::Everywhere.arg(),
             })
-            .arg(version.map(|v| v.to_string()).unwrap_or_default());
+            .arg(version.map(|v| v.to_string()).unwrap_or_default())
+            .arg(ban.by.as_deref().unwrap_or(""));
         let reply: Value = crate::metrics::script("ban", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         Ok(r.first().and_then(reply::int).unwrap_or(0) as u64)
@@ -138,9 +158,14 @@ impl Store {
         layer: Layer,
         lift: Lift,
     ) -> AppResult<bool> {
-        let (why, until) = lift.args();
-        self.unban_step(board, player.as_str(), layer.arg(), why, &until, None)
-            .await
+        let (why, until, by) = lift.args();
+        let step = UnbanStep {
+            layer: layer.arg(),
+            why,
+            until: &until,
+            by,
+        };
+        self.unban_step(board, player.as_str(), step, None).await
     }
 
     /// [`Store::unban_on`] with the script's arguments; `version` is a lift on every board's.
@@ -148,9 +173,12 @@ impl Store {
         &self,
         board: &Id,
         player: &str,
-        layer: &str,
-        why: &str,
-        until: &str,
+        UnbanStep {
+            layer,
+            why,
+            until,
+            by,
+        }: UnbanStep<'_>,
         version: Option<i64>,
     ) -> AppResult<bool> {
         let mut c = self.conn.clone();
@@ -160,7 +188,8 @@ impl Store {
             .arg(until)
             .arg(self.clock.arg())
             .arg(layer)
-            .arg(version.map(|v| v.to_string()).unwrap_or_default());
+            .arg(version.map(|v| v.to_string()).unwrap_or_default())
+            .arg(by);
         let reply: Value = crate::metrics::script("unban", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         Ok(r.first().and_then(reply::int) == Some(1))
@@ -192,10 +221,10 @@ impl Store {
     /// ([`Store::apply_intent`]). True if any was lifted.
     pub async fn unban_everywhere(&self, player: &Id, lift: Lift) -> AppResult<bool> {
         let layer = match lift {
-            Lift::Lifted => Layer::Both,
+            Lift::Lifted { .. } => Layer::Both,
             Lift::Expired { .. } => Layer::Everywhere,
         };
-        let (why, until) = lift.args();
+        let (why, until, by) = lift.args();
         let mut c = self.conn.clone();
         let reply: Value = scripts::BAN_INDEX
             .key(keys::BANS)
@@ -205,6 +234,7 @@ impl Store {
             .arg(until)
             .arg(layer.arg())
             .arg(why)
+            .arg(by)
             .invoke_async(&mut c)
             .await?;
         let r = reply::ok(reply)?;
@@ -216,10 +246,13 @@ impl Store {
                 // No ban on every board: each board's own, if any (nothing written where there is
                 // none). Not the layer on every board: a ban on every board given meanwhile
                 // owns it (its intent has a version; this lift has none).
-                Lift::Lifted => {
+                Lift::Lifted { .. } => {
                     let mut any = false;
                     for (board, _) in self.boards().await? {
-                        match self.unban_on(&board, player, Layer::Board, lift).await {
+                        match self
+                            .unban_on(&board, player, Layer::Board, lift.clone())
+                            .await
+                        {
                             Ok(lifted) => any |= lifted,
                             Err(e) if e.code == ErrorCode::UnknownBoard => {}
                             Err(e) => return Err(e),
@@ -233,6 +266,7 @@ impl Store {
             v,
             layer: layer.arg().to_owned(),
             why: why.to_owned(),
+            by: by.to_owned(),
         };
         self.apply_intent(player.as_str(), &intent).await?;
         Ok(true)
@@ -255,9 +289,14 @@ impl Store {
                 (Intent::Ban { v, .. }, Some(ban)) => {
                     self.ban_step(&board, ban, Some(*v)).await.map(|n| n > 0)
                 }
-                (Intent::Lift { v, layer, why }, _) => {
-                    self.unban_step(&board, player, layer, why, "", Some(*v))
-                        .await
+                (Intent::Lift { v, layer, why, by }, _) => {
+                    let step = UnbanStep {
+                        layer,
+                        why,
+                        until: "",
+                        by,
+                    };
+                    self.unban_step(&board, player, step, Some(*v)).await
                 }
                 _ => Ok(false),
             };

@@ -780,7 +780,7 @@ async fn dedup_memory(a: &Args) -> anyhow::Result<()> {
                             points: 1,
                             op: None,
                             name: None,
-                            skip_limit: false,
+                            by: None,
                         };
                         store.submit(&s).await?;
                         i += DEDUP_TASKS;
@@ -849,7 +849,7 @@ async fn script_alone(a: &Args) -> anyhow::Result<()> {
                         points: 1,
                         op: None,
                         name: None,
-                        skip_limit: false,
+                        by: None,
                     }
                 })
                 .collect();
@@ -937,7 +937,7 @@ async fn redis_benchmark(a: &Args) -> anyhow::Result<()> {
         points: 1,
         op: None,
         name: None,
-        skip_limit: false,
+        by: None,
     };
     let subs = scorecast_server::store::pack_submissions(std::iter::once(&one));
     anyhow::ensure!(!subs.contains(&0), "a NUL byte in the packed submission");

@@ -215,7 +215,7 @@ impl Session {
             points,
             op: None,
             name: player.name.clone(),
-            skip_limit: false,
+            by: None,
         };
         let state = self.state.clone();
         let submitting = self.member.outbox().submitting();
