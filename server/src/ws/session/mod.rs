@@ -303,21 +303,33 @@ fn on_frame(
             &format!("messages above {max_frame_bytes} bytes are refused"),
         )
     };
+    // Every message counts against the rate limit, control frames included (a ping costs a
+    // pong); a refused text message is answered `rate_limited`, a refused ping or binary frame
+    // gets no answer at all.
+    let verdict = match &frame {
+        Some(Ok(
+            AggregatedMessage::Text(_)
+            | AggregatedMessage::Binary(_)
+            | AggregatedMessage::Ping(_)
+            | AggregatedMessage::Pong(_),
+        )) => flood.map_or(Verdict::Pass, |f| f.check(std::time::Instant::now())),
+        _ => Verdict::Pass,
+    };
+    if verdict == Verdict::Close {
+        tracing::info!(
+            session = s.member().id(),
+            "closing a client that floods (1008)"
+        );
+        return Err(close(CloseCode::Policy, "too many messages"));
+    }
+    let refused = matches!(verdict, Verdict::Refuse { .. });
     match frame {
         None => return Err(Exit::Gone),
-        Some(Ok(AggregatedMessage::Text(t))) => {
-            match flood.map_or(Verdict::Pass, |f| f.check(std::time::Instant::now())) {
-                Verdict::Pass => return Ok(s.on_text(&t)),
-                Verdict::Refuse { retry_after_ms } => s.refuse(&t, retry_after_ms),
-                Verdict::Close => {
-                    tracing::info!(
-                        session = s.member().id(),
-                        "closing a client that floods (1008)"
-                    );
-                    return Err(close(CloseCode::Policy, "too many messages"));
-                }
-            }
-        }
+        Some(Ok(AggregatedMessage::Text(t))) => match verdict {
+            Verdict::Refuse { retry_after_ms } => s.refuse(&t, retry_after_ms),
+            _ => return Ok(s.on_text(&t)),
+        },
+        Some(Ok(_)) if refused => {}
         Some(Ok(AggregatedMessage::Binary(_))) => {
             s.error(ErrorCode::BadRequest, "protocol v1 uses JSON text frames")
         }
