@@ -152,6 +152,15 @@ pub static WS_CLOSES: LazyLock<IntCounterVec> = LazyLock::new(|| {
     )
 });
 
+pub static WS_DISCONNECTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_ws_disconnects_total",
+        "WebSocket sessions that ended without the server closing them, by cause (client_close, \
+         abrupt, stalled)",
+        &["cause"],
+    )
+});
+
 pub static SLOW_CLOSES: LazyLock<IntCounterVec> = LazyLock::new(|| {
     counter_vec(
         "scorecast_slow_client_closes_total",
@@ -353,6 +362,9 @@ pub fn render() -> String {
     LazyLock::force(&WITH_ACK);
     for code in ["1000", "1001", "1002", "1008", "1009"] {
         WS_CLOSES.with_label_values(&[code]);
+    }
+    for cause in ["client_close", "abrupt", "stalled"] {
+        WS_DISCONNECTS.with_label_values(&[cause]);
     }
     for reason in ["queue_full", "stalled"] {
         SLOW_CLOSES.with_label_values(&[reason]);
