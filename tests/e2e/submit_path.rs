@@ -542,3 +542,50 @@ fn unpacked(reply: redis::Value) -> (Vec<redis::Value>, Vec<u8>) {
         other => panic!("not an array: {other:?}"),
     }
 }
+
+/// `unavailable` means the outcome is unknown, and a retry with the same id settles it: a
+/// submission sent while Redis is busy (a 4.5 s script; the server gives up after 3 s) is
+/// answered `unavailable`, saying so; retried with its id once Redis is free it is acked (a
+/// `duplicate` if the first attempt ran after all), a second retry is a duplicate, and the score
+/// and the log count it once.
+#[tokio::test]
+async fn unavailable_means_outcome_unknown_and_the_same_id_settles_it() {
+    let app = spawn_app().await;
+    app.board("stall", json!({"submit_limit": null})).await;
+    let mut c = ws::WsClient::connect(&app.ws_url()).await;
+    c.hello(&app.token("ann", None)).await;
+
+    let busy = hold_redis_busy(&app.redis.url(), 4_500).await;
+    let r = c.submit("u-1", "stall", 5).await;
+    assert_eq!(r["type"], "rejected", "{r}");
+    assert_eq!(r["code"], "unavailable", "{r}");
+    let message = r["message"].as_str().unwrap_or_default();
+    assert!(message.contains("outcome unknown"), "{message}");
+    assert!(message.contains("same id"), "{message}");
+    busy.await.unwrap();
+
+    let first = c.submit("u-1", "stall", 5).await;
+    assert_eq!(first["type"], "ack", "{first}");
+    assert_eq!(first["score"], 5, "{first}");
+    println!("the retry after unavailable: {first}");
+    let again = c.submit("u-1", "stall", 5).await;
+    assert_eq!(again["type"], "ack", "{again}");
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert_eq!(again["score"], 5, "{again}");
+    let who = app.get("/v1/boards/stall/players/ann").await;
+    assert_eq!(who.body["score"], 5, "{:?}", who.body);
+    let log = app
+        .call(
+            Method::GET,
+            "/admin/boards/stall/log?player=ann",
+            None,
+            true,
+        )
+        .await;
+    assert_eq!(
+        log.body["entries"].as_array().map(Vec::len),
+        Some(1),
+        "{:?}",
+        log.body
+    );
+}
