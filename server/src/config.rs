@@ -116,8 +116,8 @@ pub struct MetricsSettings {
     /// The queue gauges are read from Redis at most this often (ms), by one background read a
     /// scrape starts; scrapes themselves cost Redis nothing, whatever the number of queues.
     pub queue_refresh_ms: u64,
-    /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>` (401
-    /// otherwise).
+    /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>` (or the
+    /// admin token, which the admin console uses); 401 otherwise.
     pub token: Option<Secret>,
 }
 

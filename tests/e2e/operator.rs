@@ -225,7 +225,7 @@ async fn cached_queue_gauges_are_refreshed() {
 }
 
 /// With `metrics.token` set, `/metrics` refuses a request without it or with another one (401)
-/// and answers one bearing it.
+/// and answers one bearing it, or the admin token (the admin console's).
 #[tokio::test]
 async fn metrics_can_require_a_token() {
     let token = "metrics-token-0123456789abcdef0123456789";
@@ -248,4 +248,13 @@ async fn metrics_can_require_a_token() {
         .await
         .unwrap()
         .contains("scorecast_ws_connections"));
+    // The admin console reads it with the admin token.
+    let admin = app
+        .http
+        .get(&url)
+        .bearer_auth(scorecast_tests::ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(admin.status(), 200);
 }

@@ -25,7 +25,7 @@ pub async fn readyz(st: web::Data<AppState>) -> HttpResponse {
 
 /// Prometheus metrics (names and labels: README, "Metrics"). The queue gauges are cached
 /// (`metrics::QueueGauges`): a scrape costs Redis nothing. With `metrics.token` set, only
-/// requests bearing it are answered.
+/// requests bearing it (or the admin token) are answered.
 #[utoipa::path(responses((status = 200), (status = 401)), tag = "ops")]
 #[get("/metrics")]
 pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> HttpResponse {
@@ -35,7 +35,10 @@ pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> Ht
             .get("authorization")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        if !crate::auth::admin_ok(presented, token) {
+        // The admin token opens it too (the admin console's charts read it).
+        if !crate::auth::admin_ok(presented, token)
+            && !crate::auth::admin_ok(presented, &st.admin_token)
+        {
             return actix_web::ResponseError::error_response(&crate::error::AppError::new(
                 scorecast_shared::ErrorCode::Unauthorized,
                 "/metrics needs Authorization: Bearer <metrics token>",
