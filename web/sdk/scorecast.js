@@ -20,7 +20,8 @@
 //       url defaults to ws(s)://<host that served this file>/ws. With wait, resolves at the first
 //       `welcome`; with wait: false, at once (everything is queued until the socket is up).
 //   sc.hello(token) -> Promise<player id>           authenticate; rejects (code unauthorized|forbidden)
-//   sc.submit(board, points) -> Promise<ack>        rejects with ScorecastError {code, message, retryAfterMs}
+//   sc.submit(board, points) -> Promise<ack>        rejects with ScorecastError {code, message, retryAfterMs};
+//       never with `unavailable` (outcome unknown: re-sent with the same id until answered)
 //   sc.subscribe(board, "top"|"me"|"around", {limit|radius}?, callback) -> unsubscribe()
 //       callback(msg): the snapshot, then every push (`top`, `around`, or `rank` for "me").
 //       Throws at once (err.code bad_request|invalid_id) on arguments the server would refuse;
