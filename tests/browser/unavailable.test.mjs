@@ -21,7 +21,7 @@ import {
 } from "./harness.mjs";
 
 const BOARD = "stall";
-// More `unavailable` answers than the SDK used to retry (5) before rejecting the game's promise.
+// More `unavailable` answers than a client giving up after 5 retries would take.
 const UNAVAILABLE_ANSWERS = 6;
 
 describe("redis paused under a submission", { timeout: 180_000 }, () => {
@@ -67,7 +67,8 @@ describe("redis paused under a submission", { timeout: 180_000 }, () => {
       paused = true;
       await play.evaluate((d) => window.__scorecast.game.move(d), dir);
       // The server times each Redis reply out after 3 s: wait (bounded) until the page has been
-      // answered `unavailable` more times than the old SDK tried, all for one id.
+      // answered `unavailable` more times than a client giving up after 5 retries would take, all for
+      // one id.
       await waitFor(async () => (await play.evaluate(() => window.__unavailable.length)) >= UNAVAILABLE_ANSWERS, {
         timeoutMs: 120_000,
         intervalMs: 200,

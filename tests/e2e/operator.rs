@@ -144,7 +144,7 @@ async fn scrape(app: &scorecast_tests::TestApp) -> String {
 /// `/metrics` costs Redis O(1) per scrape whatever the number of queues: with 100 queues, the
 /// first scrape reads them (and shows them), and 20 more scrapes cost fewer Redis commands in
 /// all than one read of the queues would (about 7 per queue: 700), and no queue read at all
-/// (the refresh interval, 60 s here, has not passed). Read per scrape, as before, they cost
+/// (the refresh interval, 60 s here, has not passed). Read at every scrape, they would cost
 /// 14 000.
 #[tokio::test]
 async fn metrics_scrapes_cost_redis_nothing_per_queue() {
