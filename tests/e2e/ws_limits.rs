@@ -186,20 +186,27 @@ async fn the_message_limit_is_on_by_default() {
     let app = spawn_app_with(|_| {}, Clock::Redis).await;
     let mut c = WsClient::connect(&app.ws_url()).await;
     let burst = 2 * defaults.max_messages_per_sec as usize;
-    for _ in 0..burst + 1 {
+    // 10 over the burst: the bucket refills at 50/s while they are sent, so on a loaded machine
+    // a few more than the burst may pass (10 would take 200 ms), but not all.
+    let sent = burst + 10;
+    for _ in 0..sent {
         c.send_json(json!({"type": "ping"})).await;
     }
     let mut codes = Vec::new();
-    for _ in 0..burst + 1 {
+    for _ in 0..sent {
         let m = c.next_json().await;
         codes.push(m["code"].as_str().unwrap_or("pong").to_owned());
     }
-    assert_eq!(
-        codes.iter().filter(|c| *c == "pong").count(),
-        burst,
+    let pongs = codes.iter().filter(|c| *c == "pong").count();
+    assert!((burst..sent).contains(&pongs), "{pongs} pongs: {codes:?}");
+    assert!(
+        codes[..burst].iter().all(|c| c == "pong"),
+        "the burst passes: {codes:?}"
+    );
+    assert!(
+        codes.iter().all(|c| c == "pong" || c == "rate_limited"),
         "{codes:?}"
     );
-    assert_eq!(codes.last().map(String::as_str), Some("rate_limited"));
 }
 
 /// A message sent as 4 KiB fragments that adds up to more than the 16 KiB limit is closed with
