@@ -6,13 +6,12 @@
 //! commit, the hub, the session's close, the queues); the gauges that describe state (views by
 //! kind, queue depths and lag) are set when `/metrics` is scraped ([`set_subscriptions`],
 //! [`set_queue`]). The queue gauges cost Redis about 7 commands per queue, so they are cached:
-//! [`QueueGauges`] reads them at most once per `metrics.queue_refresh_ms`, in a background task a
-//! scrape starts, and a scrape costs Redis nothing whatever the number of queues.
+//! `queue::QueueGauges` reads them at most once per `metrics.queue_refresh_ms`, in a background
+//! task a scrape starts, and a scrape costs Redis nothing whatever the number of queues.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{LazyLock, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::LazyLock;
+use std::time::Instant;
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
@@ -274,67 +273,6 @@ pub fn set_queue(queue: &str, states: [(&str, u64); 4], lag_ms: i64) {
         .set(lag_ms.max(0) as f64 / 1000.0);
     for outcome in ["acked", "retried", "dead", "lease_lapsed"] {
         JOBS.with_label_values(&[queue, outcome]);
-    }
-}
-
-/// The cache of the queue gauges: when they were last read, and whether a read is under way.
-pub struct QueueGauges {
-    every: Duration,
-    last: Mutex<Option<Instant>>,
-    busy: AtomicBool,
-}
-
-impl QueueGauges {
-    pub fn new(every: Duration) -> QueueGauges {
-        QueueGauges {
-            every,
-            last: Mutex::new(None),
-            busy: AtomicBool::new(false),
-        }
-    }
-
-    /// For a scrape: when the gauges are older than the refresh interval and nobody is reading
-    /// them, starts one read of every queue (in its own task, so a scrape that goes away does not
-    /// abandon it). Only the very first scrape waits for it (so it shows the queues); the others
-    /// show the cached values at once. With Redis away the gauges keep their last values.
-    pub async fn refresh(self: &std::sync::Arc<Self>, queues: &crate::queue::Queues) {
-        let last = *crate::sync::lock(&self.last);
-        if last.is_some_and(|t| t.elapsed() < self.every) || self.busy.swap(true, Ordering::AcqRel)
-        {
-            return;
-        }
-        let (me, queues) = (self.clone(), queues.clone());
-        let read = tokio::spawn(async move {
-            read_queues(&queues).await;
-            *crate::sync::lock(&me.last) = Some(Instant::now());
-            me.busy.store(false, Ordering::Release);
-        });
-        if last.is_none() {
-            let _ = read.await;
-        }
-    }
-}
-
-/// Reads every queue's depths and lag into the gauges.
-async fn read_queues(queues: &crate::queue::Queues) {
-    let Ok(names) = queues.names().await else {
-        return;
-    };
-    let now = queues.clock().now_ms();
-    for name in names {
-        let q = queues.get(&name);
-        if let (Ok(c), Ok(lag)) = (q.counts().await, q.lag_ms(now).await) {
-            set_queue(
-                name.as_str(),
-                [
-                    ("ready", c.ready),
-                    ("delayed", c.delayed),
-                    ("processing", c.processing),
-                    ("dead", c.dead),
-                ],
-                lag,
-            );
-        }
     }
 }
 

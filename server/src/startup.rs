@@ -110,7 +110,7 @@ impl Application {
             tokens: Tokens::new(settings.token_secret.as_ref().context("no token secret")?)
                 .with_limits(settings.auth.max_token_lifetime_s, revocations),
             admin_token: settings.admin_token.clone().context("no admin token")?,
-            queue_gauges: Arc::new(crate::metrics::QueueGauges::new(Duration::from_millis(
+            queue_gauges: Arc::new(crate::queue::QueueGauges::new(Duration::from_millis(
                 settings.metrics.queue_refresh_ms,
             ))),
             settings: Arc::new(settings),

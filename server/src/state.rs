@@ -45,7 +45,7 @@ pub struct AppState {
     /// This instance's WebSocket hub: subscriptions, the pub/sub feed, `notify` pushes.
     pub hub: Hub,
     /// When `/metrics` last read the queue gauges from Redis.
-    pub queue_gauges: Arc<metrics::QueueGauges>,
+    pub queue_gauges: Arc<crate::queue::QueueGauges>,
 }
 
 impl AppState {

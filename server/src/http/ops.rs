@@ -24,7 +24,7 @@ pub async fn readyz(st: web::Data<AppState>) -> HttpResponse {
 }
 
 /// Prometheus metrics (names and labels: README, "Metrics"). The queue gauges are cached
-/// (`metrics::QueueGauges`): a scrape costs Redis nothing. With `metrics.token` set, only
+/// (`queue::QueueGauges`): a scrape costs Redis nothing. With `metrics.token` set, only
 /// requests bearing it (or the admin token) are answered.
 #[utoipa::path(responses((status = 200), (status = 401)), tag = "ops")]
 #[get("/metrics")]
