@@ -409,6 +409,12 @@ fn digest(s: &str) -> [u8; 32] {
     sha2::Sha256::digest(s.as_bytes()).into()
 }
 
+/// Whether `presented` is `expected`, compared in constant time (over digests, so the
+/// lengths tell nothing either).
+pub fn token_ok(presented: Option<&str>, expected: &Secret) -> bool {
+    presented.is_some_and(|p| bool::from(digest(p).ct_eq(&digest(expected.expose()))))
+}
+
 /// Every configured bearer key.
 #[derive(Clone, Debug, Default)]
 pub struct KeyRing {

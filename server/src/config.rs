@@ -128,6 +128,27 @@ impl Default for WsSettings {
     }
 }
 
+/// `/metrics` (README, "Metrics").
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// The queue gauges are read from Redis at most this often (ms), by one background read a
+    /// scrape starts; scrapes themselves cost Redis nothing, whatever the number of queues.
+    pub queue_refresh_ms: u64,
+    /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>` (or the
+    /// admin token, which the admin console uses); 401 otherwise.
+    pub token: Option<Secret>,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        MetricsSettings {
+            queue_refresh_ms: 5_000,
+            token: None,
+        }
+    }
+}
+
 /// Player tokens.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -254,6 +275,7 @@ pub struct Settings {
     pub ws: WsSettings,
     pub queues: QueueSettings,
     pub auth: AuthSettings,
+    pub metrics: MetricsSettings,
     pub boards: BTreeMap<String, BoardConfig>,
     /// Run the built-in job workers (rollover, rewards, notify).
     pub workers: bool,
@@ -290,6 +312,7 @@ impl Default for Settings {
             ws: WsSettings::default(),
             queues: QueueSettings::default(),
             auth: AuthSettings::default(),
+            metrics: MetricsSettings::default(),
             boards: BTreeMap::new(),
             workers: true,
             http_workers: 0,

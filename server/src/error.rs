@@ -69,7 +69,7 @@ impl From<redis::RedisError> for AppError {
         crate::metrics::REDIS_ERRORS.inc();
         AppError::new(
             ErrorCode::Unavailable,
-            "the store is unreachable; retry (with the same submission id)",
+            "the store is unreachable or did not answer in time; retry",
         )
     }
 }

@@ -4,8 +4,10 @@
 //!
 //! Counters and histograms are updated where things happen (the submission core, the group
 //! commit, the hub, the session's close, the queues); the gauges that describe state (views by
-//! kind, queue depths and lag) are read when `/metrics` is scraped ([`set_subscriptions`],
-//! [`set_queue`]).
+//! kind, queue depths and lag) are set when `/metrics` is scraped ([`set_subscriptions`],
+//! [`set_queue`]). The queue gauges cost Redis about 7 commands per queue, so they are cached:
+//! `queue::QueueGauges` reads them at most once per `metrics.queue_refresh_ms`, in a background
+//! task a scrape starts, and a scrape costs Redis nothing whatever the number of queues.
 
 use std::future::Future;
 use std::sync::LazyLock;
@@ -146,6 +148,15 @@ pub static WS_CLOSES: LazyLock<IntCounterVec> = LazyLock::new(|| {
         "scorecast_ws_closes_total",
         "WebSocket sessions the server closed, by close code",
         &["code"],
+    )
+});
+
+pub static WS_DISCONNECTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_ws_disconnects_total",
+        "WebSocket sessions that ended without the server closing them, by cause (client_close, \
+         abrupt, stalled)",
+        &["cause"],
     )
 });
 
@@ -368,6 +379,9 @@ pub fn render() -> String {
     LazyLock::force(&WITH_ACK);
     for code in ["1000", "1001", "1002", "1007", "1008", "1009"] {
         WS_CLOSES.with_label_values(&[code]);
+    }
+    for cause in ["client_close", "abrupt", "stalled"] {
+        WS_DISCONNECTS.with_label_values(&[cause]);
     }
     for reason in ["queue_full", "stalled"] {
         SLOW_CLOSES.with_label_values(&[reason]);

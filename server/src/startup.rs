@@ -122,6 +122,9 @@ impl Application {
                     .iter()
                     .map(|(name, k)| (name.as_str(), k.scope, &k.secret)),
             ),
+            queue_gauges: Arc::new(crate::queue::QueueGauges::new(Duration::from_millis(
+                settings.metrics.queue_refresh_ms,
+            ))),
             settings: Arc::new(settings),
         };
         // Scorecast's own jobs: the rollover of each calendar board's current season (idempotent),

@@ -45,6 +45,8 @@ pub struct AppState {
     pub queues: Queues,
     /// This instance's WebSocket hub: subscriptions, the pub/sub feed, `notify` pushes.
     pub hub: Hub,
+    /// When `/metrics` last read the queue gauges from Redis.
+    pub queue_gauges: Arc<crate::queue::QueueGauges>,
 }
 
 impl AppState {

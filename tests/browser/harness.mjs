@@ -190,6 +190,10 @@ export async function startRedis() {
       url: `redis://127.0.0.1:${port}/`,
       log,
       stop: () => killChild(proc),
+      /** SIGSTOP: Redis stops answering, its connections stay open (a stall, not a crash). */
+      pause: () => proc.kill("SIGSTOP"),
+      /** SIGCONT: Redis runs what was queued meanwhile, in order. */
+      resume: () => proc.kill("SIGCONT"),
     };
   }
   throw lastError;

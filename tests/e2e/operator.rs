@@ -292,3 +292,147 @@ async fn http_requests_build_info_and_process_metrics_are_exposed() {
     assert!(value("process_open_fds") > 0.0);
     assert!(value("process_start_time_seconds") > 1.0e9);
 }
+
+/// Every command Redis has run so far, summed over `INFO commandstats`.
+async fn redis_commands(app: &scorecast_tests::TestApp) -> u64 {
+    let mut c = app.redis_conn().await;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|l| {
+            l.split_once(":calls=")?
+                .1
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+async fn scrape(app: &scorecast_tests::TestApp) -> String {
+    let r = app.http.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    r.text().await.unwrap()
+}
+
+/// `/metrics` costs Redis O(1) per scrape whatever the number of queues: with 100 queues, the
+/// first scrape reads them (and shows them), and 20 more scrapes cost fewer Redis commands in
+/// all than one read of the queues would (about 7 per queue: 700), and no queue read at all
+/// (the refresh interval, 60 s here, has not passed). Read at every scrape, they would cost
+/// 14 000.
+#[tokio::test]
+async fn metrics_scrapes_cost_redis_nothing_per_queue() {
+    let app = scorecast_tests::spawn_app_with(
+        |s| {
+            s.workers = false;
+            s.metrics.queue_refresh_ms = 60_000;
+        },
+        scorecast_tests::scorecast_server::clock::Clock::Redis,
+    )
+    .await;
+    for i in 0..100 {
+        let q = app
+            .state
+            .queues
+            .get(&scorecast_tests::id(&format!("scrape-q-{i:03}")));
+        let job = scorecast_tests::scorecast_server::queue::NewJob::new(
+            &scorecast_tests::id("k"),
+            &json!({}),
+        )
+        .unwrap();
+        q.enqueue(job).await.unwrap();
+    }
+    let first = scrape(&app).await;
+    assert!(
+        first.contains(r#"scorecast_queue_jobs{queue="scrape-q-099",state="ready"} 1"#),
+        "the first scrape shows the queues"
+    );
+
+    let zcard_before = app.redis_command_calls("zcard").await;
+    let before = redis_commands(&app).await;
+    for _ in 0..20 {
+        scrape(&app).await;
+    }
+    let cost = redis_commands(&app).await - before;
+    let zcard = app.redis_command_calls("zcard").await - zcard_before;
+    println!("20 scrapes with 100 queues: {cost} Redis commands ({zcard} ZCARD)");
+    assert_eq!(zcard, 0, "a scrape read queue depths");
+    assert!(
+        cost < 100,
+        "20 scrapes cost {cost} Redis commands (one queue read is about 700)"
+    );
+}
+
+/// The cached queue gauges do follow the queues: with a 200 ms refresh interval, a job enqueued
+/// after the first scrape shows up in a later scrape (polled, bounded).
+#[tokio::test]
+async fn cached_queue_gauges_are_refreshed() {
+    let app = scorecast_tests::spawn_app_with(
+        |s| {
+            s.workers = false;
+            s.metrics.queue_refresh_ms = 200;
+        },
+        scorecast_tests::scorecast_server::clock::Clock::Redis,
+    )
+    .await;
+    let q = app.state.queues.get(&scorecast_tests::id("fresh-gauges"));
+    let job = |k| {
+        scorecast_tests::scorecast_server::queue::NewJob::new(&scorecast_tests::id(k), &json!({}))
+            .unwrap()
+    };
+    q.enqueue(job("a")).await.unwrap();
+    assert!(scrape(&app)
+        .await
+        .contains(r#"scorecast_queue_jobs{queue="fresh-gauges",state="ready"} 1"#));
+    q.enqueue(job("b")).await.unwrap();
+    let deadline = std::time::Instant::now() + scorecast_tests::EVENTUALLY;
+    while !scrape(&app)
+        .await
+        .contains(r#"scorecast_queue_jobs{queue="fresh-gauges",state="ready"} 2"#)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gauge never showed the second job"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// With `metrics.token` set, `/metrics` refuses a request without it or with another one (401)
+/// and answers one bearing it, or the admin token (the admin console's).
+#[tokio::test]
+async fn metrics_can_require_a_token() {
+    let token = "metrics-token-0123456789abcdef0123456789";
+    let app = scorecast_tests::spawn_app_with(
+        |s| {
+            s.metrics.token = Some(scorecast_tests::scorecast_server::auth::Secret::new(token));
+        },
+        scorecast_tests::scorecast_server::clock::Clock::Redis,
+    )
+    .await;
+    let url = app.url("/metrics");
+    let none = app.http.get(&url).send().await.unwrap();
+    assert_eq!(none.status(), 401);
+    let wrong = app.http.get(&url).bearer_auth("nope").send().await.unwrap();
+    assert_eq!(wrong.status(), 401);
+    let right = app.http.get(&url).bearer_auth(token).send().await.unwrap();
+    assert_eq!(right.status(), 200);
+    assert!(right
+        .text()
+        .await
+        .unwrap()
+        .contains("scorecast_ws_connections"));
+    // The admin console reads it with the admin token.
+    let admin = app
+        .http
+        .get(&url)
+        .bearer_auth(scorecast_tests::ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(admin.status(), 200);
+}

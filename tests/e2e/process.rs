@@ -415,3 +415,161 @@ async fn the_json_log_format_writes_one_json_object_per_line() {
     assert_eq!(start["fields"]["play"], format!("{base}/play"));
     assert_eq!(start["fields"]["admin"], format!("{base}/admin"));
 }
+
+/// One sample of a `/metrics` text (`name{labels}` exactly as exposed), 0 when absent.
+fn sample(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Every WebSocket session's end is counted once, under its real cause, in a server of its own
+/// (the counters are per process): 3 clients that reset their TCP connection and 3 that shut it
+/// down without a close frame are counted as abrupt disconnects, not as 1002 protocol
+/// errors (`abrupt`); 2 that close politely as `client_close`; 3 stalled readers of a busy `top 100` as
+/// slow closes (1008) or, when the kernel dropped them first, `stalled` disconnects. All 11 in
+/// all, none missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_websocket_end_is_counted_under_its_cause() {
+    let redis = start_test_redis();
+    let web = root().join("web");
+    let mut env = env();
+    env.push(("SCORECAST_WS__SLOW_CLIENT_MS", "500"));
+    env.push(("SCORECAST_WS__COALESCE_MS", "5"));
+    let server = ServerProcess::start(
+        &bin(),
+        &temp_dir("close-causes"),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--redis-url",
+            &redis.url(),
+            "--web-dir",
+            web.to_str().unwrap(),
+        ],
+        &env,
+    );
+    let port = server.port;
+    let base = format!("http://127.0.0.1:{port}");
+    let url = format!("ws://127.0.0.1:{port}/ws");
+    let http = reqwest::Client::new();
+    let score = |player: String, points: i64| {
+        let req = http
+            .post(format!("{base}/admin/boards/stall/players/{player}/score"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&json!({ "points": points }));
+        async move { assert_eq!(req.send().await.unwrap().status(), 200) }
+    };
+    put_board(port, "stall").await;
+    for i in 0..100 {
+        score(format!("filler-with-a-long-name-{i:03}"), 1000 + i).await;
+    }
+    let metrics = || async {
+        http.get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+
+    // Abrupt ends: a reset (SO_LINGER 0), and a TCP shutdown without a close frame.
+    for _ in 0..3 {
+        let c = WsClient::connect(&url).await;
+        let tokio_tungstenite::MaybeTlsStream::Plain(tcp) = c.ws.get_ref() else {
+            panic!("plain TCP")
+        };
+        socket2::SockRef::from(tcp)
+            .set_linger(Some(std::time::Duration::ZERO))
+            .unwrap();
+        drop(c);
+    }
+    for _ in 0..3 {
+        let mut c = WsClient::connect(&url).await;
+        let tokio_tungstenite::MaybeTlsStream::Plain(tcp) = c.ws.get_mut() else {
+            panic!("plain TCP")
+        };
+        tokio::io::AsyncWriteExt::shutdown(tcp).await.unwrap();
+        // The server ends the session at the EOF; its side closing is all that comes back.
+        assert!(!matches!(
+            c.next_within(WAIT).await,
+            Some(Incoming::Json(_))
+        ));
+    }
+    for _ in 0..2 {
+        let mut c = WsClient::connect(&url).await;
+        futures_util::SinkExt::close(&mut c.ws).await.unwrap();
+        assert!(matches!(
+            c.next_within(WAIT).await,
+            Some(Incoming::Closed(_)) | None
+        ));
+    }
+    // Stalled readers: subscribe to the busy top, never read again, keep the top changing.
+    let mut stalled = Vec::new();
+    for _ in 0..3 {
+        let mut c = WsClient::connect_small_buffer(&url, port, 4096).await;
+        assert_eq!(
+            c.subscribe("stall", "top", json!({"limit": 100})).await["type"],
+            "top"
+        );
+        stalled.push(c);
+    }
+    let deadline = std::time::Instant::now() + 4 * WAIT;
+    let mut points = 10_000;
+    loop {
+        let text = metrics().await;
+        if sample(&text, "scorecast_ws_connections") == 0.0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sessions still open:\n{text}"
+        );
+        for _ in 0..20 {
+            points += 1;
+            score("mover".into(), points).await;
+        }
+    }
+
+    let text = metrics().await;
+    let closes = |code: &str| {
+        sample(
+            &text,
+            &format!("scorecast_ws_closes_total{{code=\"{code}\"}}"),
+        )
+    };
+    let gone = |cause: &str| {
+        sample(
+            &text,
+            &format!("scorecast_ws_disconnects_total{{cause=\"{cause}\"}}"),
+        )
+    };
+    let counted: Vec<(&str, f64)> = vec![
+        ("1002", closes("1002")),
+        ("1008", closes("1008")),
+        ("abrupt", gone("abrupt")),
+        ("client_close", gone("client_close")),
+        ("stalled", gone("stalled")),
+    ];
+    println!("session ends counted: {counted:?}");
+    assert_eq!(
+        closes("1002"),
+        0.0,
+        "abrupt ends counted as protocol errors: {counted:?}"
+    );
+    assert_eq!(gone("abrupt"), 6.0, "{counted:?}");
+    assert_eq!(gone("client_close"), 2.0, "{counted:?}");
+    assert_eq!(closes("1008") + gone("stalled"), 3.0, "{counted:?}");
+    let all: f64 = ["1000", "1001", "1002", "1008", "1009"]
+        .iter()
+        .map(|c| closes(c))
+        .sum::<f64>()
+        + ["abrupt", "client_close", "stalled"]
+            .iter()
+            .map(|c| gone(c))
+            .sum::<f64>();
+    assert_eq!(all, 11.0, "every session counted once: {counted:?}");
+    drop(stalled);
+}

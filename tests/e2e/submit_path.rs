@@ -542,3 +542,72 @@ fn unpacked(reply: redis::Value) -> (Vec<redis::Value>, Vec<u8>) {
         other => panic!("not an array: {other:?}"),
     }
 }
+
+/// Sends SIGSTOP or SIGCONT to a process.
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Resumes a stopped Redis when dropped (a failed assertion must not leave it stopped).
+struct Resume(u32);
+impl Drop for Resume {
+    fn drop(&mut self) {
+        signal(self.0, "-CONT");
+    }
+}
+
+/// `unavailable` means the outcome is unknown, and a retry with the same id settles it: a
+/// submission sent while Redis is paused (SIGSTOP; the server gives up after 3 s) is answered
+/// `unavailable`, saying so; once Redis resumes, the retry with its id is acked (a `duplicate`
+/// if the first attempt had reached Redis and ran on resume), a second retry is a duplicate, and
+/// the score and the log count it once.
+#[tokio::test]
+async fn unavailable_means_outcome_unknown_and_the_same_id_settles_it() {
+    let app = spawn_app().await;
+    app.board("stall", json!({"submit_limit": null})).await;
+    let mut c = ws::WsClient::connect(&app.ws_url()).await;
+    c.hello(&app.token("ann", None)).await;
+
+    let pid = app.redis.pid();
+    signal(pid, "-STOP");
+    let resume = Resume(pid);
+    let r = c.submit("u-1", "stall", 5).await;
+    assert_eq!(r["type"], "rejected", "{r}");
+    assert_eq!(r["code"], "unavailable", "{r}");
+    let message = r["message"].as_str().unwrap_or_default();
+    assert!(message.contains("outcome unknown"), "{message}");
+    assert!(message.contains("same id"), "{message}");
+    drop(resume);
+
+    // Whether the first attempt reached Redis before the server gave up depends on where it
+    // waited; either way the retries settle it.
+    let first = c.submit("u-1", "stall", 5).await;
+    assert_eq!(first["type"], "ack", "{first}");
+    assert_eq!(first["score"], 5, "{first}");
+    println!("the retry after unavailable: {first}");
+    let again = c.submit("u-1", "stall", 5).await;
+    assert_eq!(again["type"], "ack", "{again}");
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert_eq!(again["score"], 5, "{again}");
+    let who = app.get("/v1/boards/stall/players/ann").await;
+    assert_eq!(who.body["score"], 5, "{:?}", who.body);
+    let log = app
+        .call(
+            Method::GET,
+            "/admin/boards/stall/log?player=ann",
+            None,
+            true,
+        )
+        .await;
+    assert_eq!(
+        log.body["entries"].as_array().map(Vec::len),
+        Some(1),
+        "{:?}",
+        log.body
+    );
+}

@@ -417,7 +417,8 @@ function push(map, label, value) {
 
 async function poll() {
   try {
-    const res = await fetch("/metrics");
+    // The admin token also opens /metrics when the server requires a metrics token.
+    const res = await fetch("/metrics", { headers: token ? { authorization: `Bearer ${token}` } : {} });
     const text = await res.text();
     const at = performance.now();
     const byOutcome = new Map(samples(text, "scorecast_submissions_total").map((s) => [s.labels.outcome, s.value]));

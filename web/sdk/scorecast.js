@@ -20,7 +20,8 @@
 //       url defaults to ws(s)://<host that served this file>/ws. With wait, resolves at the first
 //       `welcome`; with wait: false, at once (everything is queued until the socket is up).
 //   sc.hello(token) -> Promise<player id>           authenticate; rejects (code unauthorized|forbidden)
-//   sc.submit(board, points) -> Promise<ack>        rejects with ScorecastError {code, message, retryAfterMs}
+//   sc.submit(board, points) -> Promise<ack>        rejects with ScorecastError {code, message, retryAfterMs};
+//       never with `unavailable` (outcome unknown: re-sent with the same id until answered)
 //   sc.subscribe(board, "top"|"me"|"around", {limit|radius}?, callback) -> unsubscribe()
 //       callback(msg): the snapshot, then every push (`top`, `around`, or `rank` for "me").
 //       Throws at once (err.code bad_request|invalid_id) on arguments the server would refuse;
@@ -37,7 +38,11 @@
 // SDK says hello again, resubscribes every view (each delivers a fresh snapshot) and re-sends
 // pending submissions with the SAME id; the server recognises an id for at least 10 minutes
 // (or the player's last 64 submissions to the board; README "Redis keys"), answering
-// `duplicate: true`, so a retry never counts twice. `unavailable` (Redis down) is retried the same way, a few times.
+// `duplicate: true`, so a retry never counts twice. `unavailable` means Redis did not answer in
+// time and the submission's outcome is unknown (it may have been applied, or be applied later):
+// the SDK settles it by re-sending the SAME id with backoff (0.5 s → 5 s, jittered) until a
+// definitive answer, so submit() resolves with the real result (an ack, perhaps with
+// `duplicate: true`) and the score is neither lost nor counted twice.
 
 import init, * as wasm from "../pkg/scorecast.js";
 
@@ -55,7 +60,8 @@ const BACKOFF_BASE_MS = 250;
 const BACKOFF_CAP_MS = 10_000;
 const PING_EVERY_MS = 20_000; // the server also pings at WS level; this lets us notice a dead link
 const HELLO_TIMEOUT_MS = 10_000;
-const UNAVAILABLE_RETRIES = 5;
+const UNAVAILABLE_RETRY_BASE_MS = 500;
+const UNAVAILABLE_RETRY_CAP_MS = 5_000;
 
 let wasmReady = null;
 
@@ -434,9 +440,13 @@ export class Scorecast {
   _onRejected(msg) {
     const p = this._pending.get(msg.id);
     if (!p) return;
-    if (msg.code === "unavailable" && p.tries < UNAVAILABLE_RETRIES) {
-      // Redis is unreachable: retry later with the same id (docs/protocol.md, "Who answers what").
-      const delay = backoffMs(++p.tries + 2);
+    if (msg.code === "unavailable") {
+      // Outcome unknown: the submission may have been applied or may still be. Re-send the same
+      // id until the server says what happened (dedup makes it safe); never give up, so a score
+      // is not dropped while the game believes it failed. While disconnected, the reconnect
+      // re-sends every pending submission anyway.
+      const ceiling = Math.min(UNAVAILABLE_RETRY_CAP_MS, UNAVAILABLE_RETRY_BASE_MS * 2 ** Math.min(p.tries++, 30));
+      const delay = ceiling / 2 + backoffMs(0, ceiling / 2, ceiling / 2);
       this._after(delay, () => this._pending.has(msg.id) && this._ready && this._send(p.frame));
       return;
     }

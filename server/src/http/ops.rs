@@ -24,31 +24,30 @@ pub async fn readyz(st: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-/// Prometheus metrics (names and labels: README, "Metrics").
-#[utoipa::path(responses((status = 200)), tag = "ops")]
+/// Prometheus metrics (names and labels: README, "Metrics"). The queue gauges are cached
+/// (`queue::QueueGauges`): a scrape costs Redis nothing. With `metrics.token` set, only
+/// requests bearing it (or any key: admin, game server or read) are answered.
+#[utoipa::path(responses((status = 200), (status = 401)), tag = "ops")]
 #[get("/metrics")]
-pub async fn metrics(st: web::Data<AppState>) -> HttpResponse {
-    crate::metrics::set_subscriptions(&st.hub.views_by_kind());
-    // Queue gauges are read now; with Redis away they keep their last values (and
-    // scorecast_redis_errors_total says why).
-    if let Ok(names) = st.queues.names().await {
-        let now = st.queues.clock().now_ms();
-        for name in names {
-            let q = st.queues.get(&name);
-            if let (Ok(c), Ok(lag)) = (q.counts().await, q.lag_ms(now).await) {
-                crate::metrics::set_queue(
-                    name.as_str(),
-                    [
-                        ("ready", c.ready),
-                        ("delayed", c.delayed),
-                        ("processing", c.processing),
-                        ("dead", c.dead),
-                    ],
-                    lag,
-                );
-            }
+pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> HttpResponse {
+    if let Some(token) = &st.settings.metrics.token {
+        let presented = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        // Any key of the ring opens it too: every scope reads (the admin console's charts
+        // read it with the console's key).
+        let by_key = presented.is_some_and(|p| st.keys.find(p).is_some());
+        if !crate::auth::token_ok(presented, token) && !by_key {
+            return actix_web::ResponseError::error_response(&crate::error::AppError::new(
+                scorecast_shared::ErrorCode::Unauthorized,
+                "/metrics needs Authorization: Bearer <metrics token>",
+            ));
         }
     }
+    crate::metrics::set_subscriptions(&st.hub.views_by_kind());
+    st.queue_gauges.refresh(&st.queues).await;
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(crate::metrics::render())

@@ -10,6 +10,7 @@
 
 pub mod background;
 mod blocking;
+mod gauges;
 mod job;
 
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use crate::{keys, reply, scripts};
 
 pub use background::Background;
 use background::Wakeup;
+pub use gauges::QueueGauges;
 pub use job::*;
 
 /// Priorities run 0 (most urgent) ..= 9.

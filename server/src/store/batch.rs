@@ -35,22 +35,22 @@ impl Store {
     /// lot, each with its own result. With no load, a batch is one submission.
     pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
         let (tx, rx) = oneshot::channel();
-        let gone = || {
-            AppError::new(
-                ErrorCode::Unavailable,
-                "the submission queue stopped; retry with the same id",
-            )
-        };
+        let gone = || AppError::new(ErrorCode::Unavailable, "the submission queue stopped");
         let mut pending = (s.clone(), tx);
         // A batcher that has just retired (idle) refuses the send: the second try starts a
         // fresh one.
         for _ in 0..2 {
             match self.batcher(&s.board).send(pending) {
-                Ok(()) => return rx.await.map_err(|_| gone())?,
+                Ok(()) => {
+                    return rx
+                        .await
+                        .unwrap_or_else(|_| Err(gone()))
+                        .map_err(outcome_unknown)
+                }
                 Err(mpsc::error::SendError(p)) => pending = p,
             }
         }
-        Err(gone())
+        Err(outcome_unknown(gone()))
     }
 
     fn batcher(&self, board: &Id) -> mpsc::UnboundedSender<Pending> {
@@ -63,6 +63,24 @@ impl Store {
         map.insert(board.clone(), tx.clone());
         tx
     }
+}
+
+/// A submission answered `unavailable` may still have been applied (a timeout does not say
+/// whether Redis ran the script, and a paused Redis runs it once it resumes): its outcome is
+/// unknown, and the answer says so. A retry with the same id settles it, the dedup record making
+/// it safe.
+fn outcome_unknown(e: AppError) -> AppError {
+    if e.code != ErrorCode::Unavailable {
+        return e;
+    }
+    AppError::new(
+        ErrorCode::Unavailable,
+        format!(
+            "outcome unknown ({}): the submission may or may not have been applied; \
+             retry with the same id until answered, the dedup makes it safe",
+            e.message
+        ),
+    )
 }
 
 /// Applies a board's queued submissions, as many as are waiting (up to [`MAX_BATCH`]) per

@@ -51,12 +51,43 @@ const UNREAD_CLOSE_WAIT: Duration = Duration::from_millis(100);
 /// How a session ends.
 enum Exit {
     /// The connection is gone: nothing left to send.
-    Gone,
+    Gone(Gone),
     /// Send a close frame (with this reason) and end.
     Close(Option<CloseReason>),
+    /// The client closed: echo its close frame and end.
+    Echo(Option<CloseReason>),
     /// A client that does not read: queue a close frame (best effort) and end; the kernel ends
     /// the TCP connection (`ws/conn.rs`).
     Unread(CloseReason),
+}
+
+/// Why a connection ended without the server closing it (`scorecast_ws_disconnects_total`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Gone {
+    /// The connection ended without a close frame: a TCP reset or shutdown, a read or a write
+    /// that failed (actix reports a reset and a shutdown alike).
+    Abrupt,
+    /// The connection was found gone while messages waited, or had lately waited, for a socket
+    /// that would not take them ([`SlowClient::was_stalled`]): a stalled reader the kernel
+    /// dropped (`TCP_USER_TIMEOUT`, `ws/conn.rs`) before the session's own slow-client check
+    /// closed it.
+    Stalled,
+}
+
+impl Gone {
+    fn label(self) -> &'static str {
+        match self {
+            Gone::Abrupt => "abrupt",
+            Gone::Stalled => "stalled",
+        }
+    }
+}
+
+/// Counts a session that ended without the server's close frame, by cause.
+fn disconnected(cause: &str) {
+    crate::metrics::WS_DISCONNECTS
+        .with_label_values(&[cause])
+        .inc();
 }
 
 /// A close frame's reason; every close the server starts is counted by its code.
@@ -97,8 +128,12 @@ pub fn run(
         // Leave the hub before the last await, so nothing more is offered to this session.
         drop(s);
         match exit {
-            Exit::Gone => {}
+            Exit::Gone(cause) => disconnected(cause.label()),
             Exit::Close(reason) => {
+                let _ = Box::pin(tokio::time::timeout(CLOSE_WAIT, socket.close(reason))).await;
+            }
+            Exit::Echo(reason) => {
+                disconnected("client_close");
                 let _ = Box::pin(tokio::time::timeout(CLOSE_WAIT, socket.close(reason))).await;
             }
             Exit::Unread(reason) => {
@@ -135,11 +170,11 @@ async fn serve(
         .await
         .is_err()
     {
-        return Exit::Gone;
+        return Exit::Gone(Gone::Abrupt);
     }
     if let Some(m) = outbox.pop() {
         if Pin::new(&mut *socket).start_send(m).is_err() {
-            return Exit::Gone;
+            return Exit::Gone(Gone::Abrupt);
         }
     }
     outbox.trim();
@@ -175,7 +210,7 @@ async fn serve(
         // Whatever the last pass queued (an ack, an error, a pong) goes out now, as far as the
         // socket takes it: frames queued together reach the connection's writer together.
         if write_ready(socket, &outbox, &mut slow).is_err() {
-            break Exit::Gone;
+            break Exit::Gone(Gone::Abrupt);
         }
         if trim && outbox.is_empty() {
             trim = false;
@@ -200,7 +235,7 @@ async fn serve(
             // The socket has room again: the next pass writes.
             ready = poll_fn(|cx| Pin::new(&mut *socket).poll_ready(cx)), if pending => {
                 if ready.is_err() {
-                    break Exit::Gone;
+                    break Exit::Gone(Gone::Abrupt);
                 }
             }
             _ = &mut queued => queued.set(outbox.notified()),
@@ -222,6 +257,11 @@ async fn serve(
         }
     };
 
+    // A connection found gone while a stalled reader's messages waited: the kernel dropped it.
+    let exit = match exit {
+        Exit::Gone(_) if slow.was_stalled() => Exit::Gone(Gone::Stalled),
+        exit => exit,
+    };
     if shutting_down {
         Box::pin(finish_in_flight(s, &mut inflight, &outbox, socket)).await;
     }
@@ -278,7 +318,12 @@ fn write_ready(
         match Pin::new(&mut *socket).poll_ready(&mut cx) {
             Poll::Ready(Ok(())) => {}
             Poll::Ready(Err(_)) => return Err(()),
-            Poll::Pending => return Ok(()),
+            Poll::Pending => {
+                if !outbox.is_empty() {
+                    slow.blocked();
+                }
+                return Ok(());
+            }
         }
         // The slot reserved by `poll_ready` stays reserved when nothing is queued.
         let Some(m) = outbox.pop() else {
@@ -303,28 +348,40 @@ fn on_frame(
             &format!("messages above {max_frame_bytes} bytes are refused"),
         )
     };
+    // Every message counts against the rate limit, control frames included (a ping costs a
+    // pong); a refused text message is answered `rate_limited`, a refused ping or binary frame
+    // gets no answer at all.
+    let verdict = match &frame {
+        Some(Ok(
+            AggregatedMessage::Text(_)
+            | AggregatedMessage::Binary(_)
+            | AggregatedMessage::Ping(_)
+            | AggregatedMessage::Pong(_),
+        )) => flood.map_or(Verdict::Pass, |f| f.check(std::time::Instant::now())),
+        _ => Verdict::Pass,
+    };
+    if verdict == Verdict::Close {
+        tracing::info!(
+            session = s.member().id(),
+            "closing a client that floods (1008)"
+        );
+        return Err(close(CloseCode::Policy, "too many messages"));
+    }
+    let refused = matches!(verdict, Verdict::Refuse { .. });
     match frame {
-        None => return Err(Exit::Gone),
-        Some(Ok(AggregatedMessage::Text(t))) => {
-            match flood.map_or(Verdict::Pass, |f| f.check(std::time::Instant::now())) {
-                Verdict::Pass => return Ok(s.on_text(&t)),
-                Verdict::Refuse { retry_after_ms } => s.refuse(&t, retry_after_ms),
-                Verdict::Close => {
-                    tracing::info!(
-                        session = s.member().id(),
-                        "closing a client that floods (1008)"
-                    );
-                    return Err(close(CloseCode::Policy, "too many messages"));
-                }
-            }
-        }
+        None => return Err(Exit::Gone(Gone::Abrupt)),
+        Some(Ok(AggregatedMessage::Text(t))) => match verdict {
+            Verdict::Refuse { retry_after_ms } => s.refuse(&t, retry_after_ms),
+            _ => return Ok(s.on_text(&t)),
+        },
+        Some(Ok(_)) if refused => {}
         Some(Ok(AggregatedMessage::Binary(_))) => {
             s.error(ErrorCode::BadRequest, "protocol v1 uses JSON text frames")
         }
         Some(Ok(AggregatedMessage::Ping(b))) => outbox.push(Message::Pong(b)),
         Some(Ok(AggregatedMessage::Pong(_))) => {}
         // Echo the client's close (RFC 6455 §5.5.1).
-        Some(Ok(AggregatedMessage::Close(r))) => return Err(Exit::Close(r)),
+        Some(Ok(AggregatedMessage::Close(r))) => return Err(Exit::Echo(r)),
         Some(Err(ProtocolError::Overflow)) => return Err(oversize()),
         // actix-ws reports a message of many fragments that outgrows the limit as this I/O error.
         Some(Err(ProtocolError::Io(e))) if e.to_string().contains("maximum continuation size") => {
@@ -334,6 +391,12 @@ fn on_frame(
         // reports it as invalid data, RFC 6455 §7.4.1 closes it with 1007.
         Some(Err(ProtocolError::Io(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
             return Err(close(CloseCode::Invalid, "text messages must be UTF-8"));
+        }
+        // The transport failed (a reset, or the connection ended mid-frame): an abrupt
+        // disconnect, not a protocol error of the client's.
+        Some(Err(ProtocolError::Io(e))) => {
+            tracing::debug!(session = s.member().id(), error = %e, "websocket connection broke");
+            return Err(Exit::Gone(Gone::Abrupt));
         }
         Some(Err(e)) => {
             tracing::debug!(session = s.member().id(), error = %e, "websocket protocol error");

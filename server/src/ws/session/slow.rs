@@ -29,6 +29,8 @@ pub(super) struct SlowClient {
     /// Since when messages have been waiting with nothing written to the socket.
     stalled_since: Option<Instant>,
     check: Option<Interval>,
+    /// When the socket last refused a message that was waiting (its buffers were full).
+    blocked_at: Option<Instant>,
 }
 
 impl SlowClient {
@@ -37,6 +39,7 @@ impl SlowClient {
             limit,
             stalled_since: None,
             check: None,
+            blocked_at: None,
         }
     }
 
@@ -49,6 +52,19 @@ impl SlowClient {
             self.stalled_since = Some(Instant::now());
         }
         pending
+    }
+
+    /// The socket refused a waiting message: its buffers (actix's, the kernel's) are full.
+    pub fn blocked(&mut self) {
+        self.blocked_at = Some(Instant::now());
+    }
+
+    /// For a connection found gone: whether messages were waiting with nothing written, or the
+    /// socket refused one within the last `slow_client_ms` — the client was not reading, and
+    /// the kernel may well have dropped it for that (a client that reads never fills its
+    /// socket's buffers).
+    pub fn was_stalled(&self) -> bool {
+        self.stalled_since.is_some() || self.blocked_at.is_some_and(|t| t.elapsed() < self.limit)
     }
 
     /// A message went out: whatever still waits, waits from now.
