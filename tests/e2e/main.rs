@@ -3,6 +3,7 @@
 mod boards;
 mod cluster;
 mod cluster_pubsub;
+mod dedup;
 mod hardening;
 mod live_ranks;
 mod moderation;
