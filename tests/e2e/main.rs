@@ -1,5 +1,6 @@
 //! End-to-end tests: one binary, real redis-server processes, real servers.
 
+mod audit_log;
 mod boards;
 mod cluster;
 mod cluster_pubsub;
@@ -13,6 +14,7 @@ mod packing;
 mod queues;
 mod seasons_jobs;
 mod submit_path;
+mod wait_replicas;
 mod ws;
 mod ws_limits;
 
