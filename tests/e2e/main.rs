@@ -1,6 +1,8 @@
 //! End-to-end tests: one binary, real redis-server processes, real servers.
 
 mod audit_log;
+mod bans;
+mod board_delete;
 mod boards;
 mod cluster;
 mod cluster_pubsub;
@@ -11,11 +13,14 @@ mod moderation;
 mod notify_jobs;
 mod operator;
 mod packing;
+mod previous_rank;
 mod queues;
+mod revocation;
 mod seasons_jobs;
 mod submit_path;
 mod wait_replicas;
 mod ws;
+mod ws_edges;
 mod ws_limits;
 
 // Promises proven from outside the code that keeps them (issue 8): tokens and origins, the
