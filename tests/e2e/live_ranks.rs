@@ -13,13 +13,17 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use redis::AsyncCommands;
 use scorecast_tests::scorecast_server::clock::Clock;
 use scorecast_tests::scorecast_server::hub::derive::{movers_after, Move, Standings};
-use scorecast_tests::scorecast_server::metrics::{
-    AROUND_WINDOWS, DEFERRED, ME_STANDINGS, WITH_ACK,
-};
+use scorecast_tests::scorecast_server::hub::ViewCounts;
 use scorecast_tests::scorecast_shared::Id;
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{spawn_app, spawn_app_with, TestApp};
 use serde_json::{json, Value};
+
+/// What this test's own server did for the views of `board` (not the process-wide metrics,
+/// which tests running beside it also move).
+fn counts(app: &TestApp, board: &str) -> ViewCounts {
+    app.state.hub.view_counts(&Id::parse(board).unwrap())
+}
 
 /// Players of the property test.
 const PLAYERS: usize = 12;
@@ -226,8 +230,6 @@ async fn last_push_equals_stored(ranking: &str) {
     app.board(board, json!({"ranking": ranking})).await;
     // Deterministic pseudo-random points; a few players share scores (ties).
     let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 50) as i64 + 1;
-    let derived = || ME_STANDINGS.with_label_values(&["derived"]).get();
-    let derived_before = derived();
     let sessions =
         join_all((0..N).map(|p| play(&app, board, p, (0..3).map(|i| points(p, i)).collect())))
             .await;
@@ -251,8 +253,8 @@ async fn last_push_equals_stored(ranking: &str) {
         pushes.insert(player, ws);
     }
     if ranking == "ordinal" {
-        // Process-wide counter (other tests only add to it): derivation did the work here.
-        let n = derived() - derived_before;
+        // This instance's counts for this board: derivation did the work here.
+        let n = counts(&app, board).me_derived;
         assert!(n >= N as u64, "standings derived: {n}");
     }
     assert!(
@@ -309,11 +311,11 @@ async fn a_lagging_me_view_catches_up_with_the_stored_standing() {
     );
 
     // From here on the client does not read; the watcher climbs until the hub defers its `me`
-    // update (a process-wide counter: other tests only add to it).
-    let deferred = DEFERRED.get();
+    // update (this instance's count for this board).
+    let deferred = || counts(app, board).deferred;
     let started = std::time::Instant::now();
     let mut round = 0;
-    while DEFERRED.get() == deferred {
+    while deferred() == 0 {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the `me` view was never deferred"
@@ -326,9 +328,9 @@ async fn a_lagging_me_view_catches_up_with_the_stored_standing() {
     // A last climb, whose update is deferred too while the client still does not read: only a
     // later flush, once the session caught up, can show it. The counter has no event to await:
     // it is polled, bounded.
-    let deferred = DEFERRED.get();
+    let before = deferred();
     app.score(board, "watcher", 300).await;
-    while DEFERRED.get() == deferred {
+    while deferred() == before {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the last update was never deferred"
@@ -410,7 +412,7 @@ async fn a_submitters_rank_update_goes_with_its_ack() {
     ws.recv_until(WAIT, |v| v["type"] == "top" && v["total"] == 1)
         .await;
 
-    let with_ack = WITH_ACK.get();
+    let with_ack = counts(&app, board).with_ack;
     ws.send_json(json!({"type": "submit", "id": "s1", "board": board, "points": 100}))
         .await;
     let (mut ack, mut rank) = (None, None);
@@ -434,8 +436,8 @@ async fn a_submitters_rank_update_goes_with_its_ack() {
         (&json!(100), &json!(1), &Value::Null),
         "{rank}"
     );
-    // A process-wide counter (other tests only add to it).
-    assert!(WITH_ACK.get() > with_ack);
+    // This instance's count for this board: the update went with the ack.
+    assert_eq!(counts(&app, board).with_ack, with_ack + 1);
 
     // Within the window: the ack alone. An update would have been queued before the ack, so it
     // would come before the pong.
@@ -607,8 +609,7 @@ async fn an_around_window_is_derived_from_the_events() {
     assert_eq!(named_window(&last), want, "after a7's move: {last}");
 
     // a9, named "Nine", jumps from rank 9 into the window (between a7 and a6): derived.
-    let derived = || AROUND_WINDOWS.with_label_values(&["derived"]).get();
-    let before = derived();
+    let before = counts(&app, board);
     let mut nine = WsClient::connect(&app.ws_url()).await;
     assert_eq!(
         nine.hello(&app.token("a9", Some("Nine"))).await["type"],
@@ -621,5 +622,9 @@ async fn an_around_window_is_derived_from_the_events() {
     assert_eq!(want[4].3, "Nine");
     let last = await_window(&mut watcher, Value::Null, &want).await;
     assert_eq!(named_window(&last), want, "after a9's move: {last}");
-    assert!(derived() > before, "the window was read, not derived");
+    let after = counts(&app, board);
+    assert!(
+        after.around_derived > before.around_derived && after.around_read == before.around_read,
+        "the window was read, not derived: {before:?} -> {after:?}"
+    );
 }

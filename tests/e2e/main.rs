@@ -1,10 +1,14 @@
 //! End-to-end tests: one binary, real redis-server processes, real servers.
 
 mod apidocs;
+mod audit_log;
+mod bans;
+mod board_delete;
 mod boards;
 mod cluster;
 mod cluster_pubsub;
 mod cors;
+mod dedup;
 mod hardening;
 mod headers;
 mod live_ranks;
@@ -13,12 +17,16 @@ mod moderation_kept;
 mod notify_jobs;
 mod operator;
 mod packing;
+mod previous_rank;
 mod proxies;
 mod queues;
 mod refusals;
+mod revocation;
 mod seasons_jobs;
 mod submit_path;
+mod wait_replicas;
 mod ws;
+mod ws_edges;
 mod ws_limits;
 
 // Promises proven from outside the code that keeps them: tokens and origins, the

@@ -50,11 +50,15 @@ impl actix_web::ResponseError for HeadTooLarge {
     }
 }
 
-/// Refuses a request whose head is above [`MAX_HEAD`] bytes (as sent: `name: value\r\n` each).
+/// Refuses a request whose head is above [`MAX_HEAD`] bytes, counted as HTTP/1.1 sends it: the
+/// request line `METHOD target HTTP/1.1\r\n`, `name: value\r\n` per header, the blank line.
 pub fn check_head(head: &actix_web::dev::RequestHead) -> Result<(), HeadTooLarge> {
+    /// The request line's two spaces, `HTTP/1.1` and its CRLF, and the blank line's CRLF.
+    const FRAMING: usize = 2 + 8 + 2 + 2;
     let target = head.uri.path_and_query().map_or(0, |p| p.as_str().len())
         + head.uri.authority().map_or(0, |a| a.as_str().len());
     let size = head.method.as_str().len()
+        + FRAMING
         + target
         + head
             .headers()

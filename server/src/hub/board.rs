@@ -39,6 +39,26 @@ pub(super) struct Board {
     /// Whether the board ranks ordinally (`None` until the worker read the config): only then
     /// are standings derived from events.
     pub ordinal: Option<bool>,
+    /// What this instance's flushes of the board did (beside the process-wide metrics).
+    pub counts: ViewCounts,
+}
+
+/// The view work of one instance on one board, counted beside the process-wide `/metrics`
+/// counters of the same names, so that a caller (a test) measures only this board's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ViewCounts {
+    /// `me` standings brought up to date from the change events (`me_standings{derived}`).
+    pub me_derived: u64,
+    /// `me` standings read from Redis (`me_standings{read}`).
+    pub me_read: u64,
+    /// `around` windows kept from the change events (`around_windows{derived}`).
+    pub around_derived: u64,
+    /// `around` windows read from Redis (`around_windows{read}`).
+    pub around_read: u64,
+    /// `me` updates queued with the submitter's ack (`views_with_ack`).
+    pub with_ack: u64,
+    /// `me` updates left to a later flush (`views_deferred`).
+    pub deferred: u64,
 }
 
 pub(super) struct Sub {
@@ -148,6 +168,7 @@ impl Board {
             pending: Vec::new(),
             pending_seqs: Vec::new(),
             ordinal: None,
+            counts: ViewCounts::default(),
         }
     }
 

@@ -109,6 +109,7 @@ impl Inner {
                 sub.outbox.put_view(board, ViewKind::Me, msg.text.clone());
                 metrics::PUSHES.inc();
                 metrics::WITH_ACK.inc();
+                b.counts.with_ack += 1;
                 woken.push(sub.outbox.clone());
             }
         }

@@ -56,6 +56,7 @@ use crate::config::{Settings, WsSettings};
 use crate::store::Store;
 use board::Board;
 
+pub use board::ViewCounts;
 pub use members::{AddrSlot, Member};
 pub use outbox::{Outbox, ViewKey};
 
@@ -155,6 +156,17 @@ impl Hub {
     /// Open sessions on this instance.
     pub fn sessions(&self) -> usize {
         self.inner.lock().sessions.len()
+    }
+
+    /// What this instance's views of `board` have done so far (all zero when none is open:
+    /// the counts go with the board's last view).
+    pub fn view_counts(&self, board: &Id) -> ViewCounts {
+        self.inner
+            .lock()
+            .boards
+            .get(board)
+            .map(|b| b.counts)
+            .unwrap_or_default()
     }
 
     /// Open views on this instance by kind: top, me, around (for `/metrics`).

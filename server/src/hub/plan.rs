@@ -182,6 +182,7 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
         metrics::ME_STANDINGS
             .with_label_values(&["derived"])
             .inc_by(d.derived);
+        b.counts.me_derived += d.derived;
     }
     let mut reads = HashSet::new();
     let mut me_reads = HashSet::new();
@@ -214,6 +215,7 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
                     metrics::AROUND_WINDOWS
                         .with_label_values(&["derived"])
                         .inc();
+                    b.counts.around_derived += 1;
                     plan.targets.push((*key, sub.gen));
                     continue;
                 }

@@ -195,6 +195,7 @@ impl Inner {
             metrics::ME_STANDINGS
                 .with_label_values(&["read"])
                 .inc_by(plan.me_reads.len() as u64);
+            b.counts.me_read += plan.me_reads.len() as u64;
             let found: HashMap<&str, &Entry> = page
                 .entries
                 .iter()
@@ -222,6 +223,7 @@ impl Inner {
             me,
             dirty,
             wake,
+            counts,
             ..
         } = b;
         // `me` views skipped because their session is behind: the worker flushes again.
@@ -272,6 +274,7 @@ impl Inner {
                         (Some(page), kept, Want::Around(p, radius)) => {
                             // A window read on an ordinal board is kept, and derived from then on.
                             metrics::AROUND_WINDOWS.with_label_values(&["read"]).inc();
+                            counts.around_read += 1;
                             *kept = ordinal
                                 .then(|| Window::from_page(p, *radius, page))
                                 .flatten()
@@ -305,6 +308,7 @@ impl Inner {
             }
         }
         metrics::DEFERRED.inc_by(flushed.deferred);
+        counts.deferred += flushed.deferred;
         if flushed.deferred > 0 || held {
             dirty.any = true;
             wake.notify_one();
