@@ -7,7 +7,8 @@
 //!   ([`ErrorCode::http_status`]; schemas `Error400`, `Error401`, …, and `Error` with every code).
 //!   Beside the statuses an operation documents itself, each gets those its kind can answer:
 //!   431 for any request (the head check runs before routing), 400 where a path, query or body
-//!   is read, 413 where a body is, 401 where the admin token is required, 429 on the
+//!   is read, 413 where a body is, 401 where a key is required (and 403 where it writes: a key of a
+//!   lower scope is refused), 429 on the
 //!   rate-limited public reads (with `Retry-After` and the `RateLimit-*` headers) and 503 where
 //!   Redis is asked.
 //! - **Bounds.** Ids (length and alphabet) on every path parameter and on the id fields of
@@ -213,7 +214,7 @@ pub fn complete(doc: &mut Value) -> Vec<String> {
                         ));
                     }
                 }
-                for status in add_errors(path, op) {
+                for status in add_errors(path, method, op) {
                     statuses.insert(status);
                 }
             }
@@ -313,7 +314,7 @@ fn apply(schema: &mut Value, bound: Bound) {
 
 /// Adds the error statuses the operation's kind implies and the error body to every error
 /// status; returns the error statuses it has.
-fn add_errors(path: &str, op: &mut Value) -> Vec<u16> {
+fn add_errors(path: &str, method: &str, op: &mut Value) -> Vec<u16> {
     let is_ops = op["tags"]
         .as_array()
         .is_some_and(|t| t.iter().any(|t| t == "ops"));
@@ -332,6 +333,11 @@ fn add_errors(path: &str, op: &mut Value) -> Vec<u16> {
     }
     if secured {
         implied.push(401);
+        // Every key may read; a write needs the game-server or admin scope, and a key of a
+        // lower scope is refused 403 (docs/protocol.md, "Keys and scopes").
+        if method != "get" {
+            implied.push(403);
+        }
     }
     if path.starts_with("/v1/boards") {
         implied.push(429);
@@ -354,7 +360,7 @@ fn add_errors(path: &str, op: &mut Value) -> Vec<u16> {
             continue;
         };
         // readyz's 503 is its own `{"status"}` body, not an error of the table.
-        if status < 400 || (is_ops && status != 431) {
+        if status < 400 || (path == "/readyz" && status == 503) {
             continue;
         }
         statuses.push(status);
@@ -533,9 +539,13 @@ mod tests {
         let doc = doc();
         let responses = |m: &str, p: &str| doc["paths"][p][m]["responses"].clone();
         let score = responses("post", "/admin/boards/{board}/players/{player}/score");
-        for s in ["400", "401", "413", "431", "503"] {
+        for s in ["400", "401", "403", "413", "431", "503"] {
             assert!(score[s].is_object(), "score lacks {s}");
         }
+        assert!(
+            responses("delete", "/admin/boards/{board}")["403"].is_object(),
+            "a write needs a scope"
+        );
         let top = responses("get", "/v1/boards/{board}/top");
         assert!(top["429"]["headers"]["Retry-After"].is_object());
         assert!(top["401"].is_null(), "public reads need no token");
