@@ -29,7 +29,7 @@
 -- The audit entry (if any submission was accepted): `season`, `time_ms`, `op` (the board's),
 -- `subs` (ARGV[3] as it came) and `results` (the packed results below): server/src/store/log.rs
 -- answers one object per submission whose result is 1 (accepted, not a duplicate). The
--- accepted submissions of an admin (a non-empty skip_limit: the key's name) are also copied, under the same stream id,
+-- accepted submissions of an admin (a non-empty `by`: the key's name) are also copied, under the same stream id,
 -- to the moderation history `modlog` (lib.lua, modlog_add), an entry of the same shape.
 --
 -- The hot loop formats numbers with '%d' (istr) or takes them as Redis printed them (the points
@@ -129,7 +129,7 @@ end
 
 local changes, nc = {}, 0 -- the change event's entries (JSON objects), in the order applied
 local accepted = 0        -- submissions accepted (not duplicates): the audit entry is written if any
-local by_admin = 0        -- of which an admin's (a non-empty skip_limit): copied to the moderation history
+local by_admin = 0        -- of which an admin's (a non-empty `by`): copied to the moderation history
 -- Filled in batch order first, so every later store lands in the table's array part.
 for k = 2, 1 + n_subs * 7 do out[k] = false end
 
@@ -279,7 +279,7 @@ local function submit_player(player, subs)
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
         accepted = accepted + 1
-        if skip_limit ~= '' then by_admin = by_admin + 1 end
+        if by ~= '' then by_admin = by_admin + 1 end
 
         -- 5. The dedup record (written with the player's others below; a retry later in this
         -- batch finds it in `recs`).
@@ -335,7 +335,7 @@ local results = cmsgpack.pack(out)
 if accepted > 0 then
   local id = redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', LOG_MAXLEN, '*',
     'season', season, 'time_ms', now, 'op', cfg_op, 'subs', ARGV[3], 'results', results)
-  -- An admin's score changes (a non-empty skip_limit) accepted in this batch also go to the moderation
+  -- An admin's score changes (a non-empty `by`) accepted in this batch also go to the moderation
   -- history, as an entry of the same shape holding only them (lib.lua, modlog_add).
   local msubs, mres = {}, {out[1]}
   for i = 1, by_admin > 0 and #S or 0, 6 do
