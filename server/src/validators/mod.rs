@@ -3,6 +3,8 @@
 //!
 //! - [`sandbox`]: the engine, checking and compiling a module against the ABI, and one
 //!   verification (fuel, memory, stack and deadline limits, a fresh store per call);
+//! - [`registry`]: the compiled validators of this instance, keyed by content hash, with the
+//!   built-in one;
 //! - [`pool`]: the threads verifications run on, off the socket and HTTP workers, behind a
 //!   bounded queue.
 //!
@@ -10,8 +12,10 @@
 //! ([`BUILTIN_2048`]).
 
 pub mod pool;
+pub mod registry;
 pub mod sandbox;
 
+pub use registry::{Digest, Registry};
 pub use sandbox::{Limits, ModuleError, Sandbox, Validator, VerifyError};
 
 /// The built-in `2048` validator (`shared/game2048/validator`, rebuilt by `cargo xtask wasm`).

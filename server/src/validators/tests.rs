@@ -222,3 +222,46 @@ async fn the_wat_example_validator_works() {
         Err(VerifyError::Refused(-3))
     );
 }
+
+/// The registry compiles a module once however often it is asked for, even by many tasks at
+/// once after the first, keeps different bytes apart, and does not cache a refused module.
+#[tokio::test]
+async fn the_registry_compiles_each_module_once() {
+    let reg = Registry::new(sandbox()).unwrap();
+    assert_eq!(
+        reg.sandbox()
+            .verify(reg.builtin(), 2, RUN_1000.to_vec(), 600_000)
+            .await,
+        Ok(20_900)
+    );
+    let clicks: std::sync::Arc<[u8]> = wat(CLICKS_WAT).into();
+    let (v, key) = reg.compile(clicks.clone()).await.unwrap();
+    assert_eq!(key, registry::digest(&clicks));
+    assert_eq!(reg.compiled(), 1);
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (reg, clicks) = (reg.clone(), clicks.clone());
+        tasks.push(tokio::spawn(async move {
+            reg.compile(clicks).await.map(|(_, k)| k)
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), Ok(key));
+    }
+    assert_eq!(
+        reg.compiled(),
+        1,
+        "16 requests for cached bytes compiled again"
+    );
+    assert_eq!(reg.sandbox().verify(&v, 0, vec![0; 4], 10).await, Ok(1));
+    // Other bytes are another module.
+    let (_, other) = reg.compile(BUILTIN_2048.into()).await.unwrap();
+    assert_ne!(other, key);
+    assert_eq!(reg.compiled(), 2);
+    // A refused module is refused again (and compiled again) every time: nothing cached.
+    for _ in 0..2 {
+        let err = reg.compile(b"junk".as_slice().into()).await.err().unwrap();
+        assert_eq!(err.code(), "invalid_module");
+    }
+    assert_eq!(reg.compiled(), 2);
+}
