@@ -33,6 +33,10 @@ pub fn bans(board: &Id) -> String {
 /// and boards created later take it from here).
 pub const BANS: &str = "sc:bans";
 
+/// `sc:validators`: validator name -> the module's bytes (`docs/validators.md`). One hash, so
+/// every write is one command on one slot; every instance reads the same bytes.
+pub const VALIDATORS: &str = "sc:validators";
+
 /// The channel that carries a board's change events. `publish_change` in `lua/lib.lua` spells
 /// the same name (the scripts publish there); the two are checked against each other by the
 /// end-to-end tests.

@@ -44,6 +44,8 @@ pub struct AppState {
     pub queues: Queues,
     /// This instance's WebSocket hub: subscriptions, the pub/sub feed, `notify` pushes.
     pub hub: Hub,
+    /// This instance's compiled validators and their sandbox (`docs/validators.md`).
+    pub validators: crate::validators::Registry,
 }
 
 impl AppState {

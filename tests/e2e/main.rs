@@ -12,6 +12,7 @@ mod packing;
 mod queues;
 mod seasons_jobs;
 mod submit_path;
+mod validators;
 mod ws;
 mod ws_limits;
 

@@ -8,6 +8,7 @@ pub mod moderation;
 pub mod ops;
 pub mod public;
 pub mod queues;
+pub mod validators;
 
 use actix_web::error::{JsonPayloadError, PathError, QueryPayloadError};
 use actix_web::web;
@@ -105,7 +106,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(admin::routes)
         .configure(moderation::routes)
         .configure(console::routes)
-        .configure(queues::routes);
+        .configure(queues::routes)
+        .configure(validators::routes);
 }
 
 /// `/v1` reads allow any origin (no credentials), errors included, so a browser can

@@ -66,6 +66,8 @@ pub async fn metrics(st: web::Data<AppState>) -> HttpResponse {
         super::moderation::get_board, super::moderation::delete_board, super::console::queues,
         super::queues::enqueue, super::queues::counts, super::queues::claim, super::queues::ack,
         super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
+        super::validators::put_validator, super::validators::get_validator,
+        super::validators::delete_validator, super::validators::list_validators,
     ),
     modifiers(&AdminAuth)
 )]

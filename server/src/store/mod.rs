@@ -223,6 +223,34 @@ impl Store {
         Ok(r.first().and_then(reply::int) == Some(1))
     }
 
+    /// Stores a validator's module under `name` (checked by the caller); whether it replaced one.
+    pub async fn put_validator(&self, name: &Id, module: &[u8]) -> AppResult<bool> {
+        let mut c = self.conn.clone();
+        let added: i64 = c.hset(keys::VALIDATORS, name.as_str(), module).await?;
+        Ok(added == 0)
+    }
+
+    /// The module stored under `name`.
+    pub async fn validator(&self, name: &Id) -> AppResult<Option<Vec<u8>>> {
+        let mut c = self.conn.clone();
+        Ok(c.hget(keys::VALIDATORS, name.as_str()).await?)
+    }
+
+    /// Deletes the validator `name`; whether there was one.
+    pub async fn delete_validator(&self, name: &Id) -> AppResult<bool> {
+        let mut c = self.conn.clone();
+        let removed: i64 = c.hdel(keys::VALIDATORS, name.as_str()).await?;
+        Ok(removed == 1)
+    }
+
+    /// The stored validators' names, sorted.
+    pub async fn validator_names(&self) -> AppResult<Vec<String>> {
+        let mut c = self.conn.clone();
+        let mut names: Vec<String> = c.hkeys(keys::VALIDATORS).await?;
+        names.sort();
+        Ok(names)
+    }
+
     pub async fn board(&self, board: &Id) -> AppResult<BoardConfig> {
         let mut c = self.conn.clone();
         let raw: Option<String> = c.get(keys::config(board)).await?;

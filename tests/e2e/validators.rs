@@ -1,0 +1,207 @@
+//! Validators over the admin API: upload, list, read back and delete, stored in Redis for every
+//! instance, compiled once per instance per content; refused modules and names change nothing.
+
+use reqwest::Method;
+use scorecast_server::validators::BUILTIN_2048;
+use scorecast_tests::{spawn_app, TestApp, ADMIN_TOKEN};
+use serde_json::Value;
+
+/// The example validator of `docs/validators.md`, written in WAT.
+fn clicks() -> Vec<u8> {
+    let text =
+        std::fs::read_to_string(scorecast_tests::root().join("docs/examples/clicks.wat")).unwrap();
+    wat::parse_str(text).unwrap()
+}
+
+/// `PUT` raw bytes with the admin token: status and JSON body.
+async fn put(app: &TestApp, name: &str, module: Vec<u8>) -> (u16, Value) {
+    let res = app
+        .http
+        .put(app.url(&format!("/admin/validators/{name}")))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "application/wasm")
+        .body(module)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// `GET` a module with the admin token: status, content type and bytes.
+async fn get(app: &TestApp, name: &str) -> (u16, String, Vec<u8>) {
+    let res = app
+        .http
+        .get(app.url(&format!("/admin/validators/{name}")))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    let ct = res
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, ct, res.bytes().await.unwrap().to_vec())
+}
+
+/// A validator is stored, listed beside the built-in one, read back byte for byte (also by a
+/// second instance), replaced, and deleted down to no key; the same bytes under another name
+/// are not compiled again; the routes are in the OpenAPI document.
+#[tokio::test]
+async fn validators_are_uploaded_listed_read_and_deleted() {
+    let app = spawn_app().await;
+    let module = clicks();
+
+    let (status, body) = put(&app, "clicks", module.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["name"], "clicks");
+    assert_eq!(body["bytes"], module.len());
+    assert_eq!(body["replaced"], false);
+    assert_eq!(app.state.validators.compiled(), 1);
+
+    let list = app
+        .admin(Method::GET, "/admin/validators", Value::Null)
+        .await;
+    assert_eq!(list.status, 200);
+    let names: Vec<&str> = list
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["2048", "clicks"]);
+    assert_eq!(list.body[0]["builtin"], true);
+    assert_eq!(list.body[1]["sha256"], body["sha256"]);
+
+    assert_eq!(
+        get(&app, "clicks").await,
+        (200, "application/wasm".into(), module.clone())
+    );
+    assert_eq!(get(&app, "2048").await.2, BUILTIN_2048);
+    let other = app.second_instance().await;
+    let res = app
+        .http
+        .get(format!(
+            "http://127.0.0.1:{}/admin/validators/clicks",
+            other.port
+        ))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.bytes().await.unwrap().to_vec(),
+        module,
+        "the second instance reads the same bytes"
+    );
+
+    // Same bytes, another name: the cache is keyed by content, nothing is compiled.
+    let (status, body) = put(&app, "clicks-copy", module.clone()).await;
+    assert_eq!((status, &body["replaced"]), (200, &Value::Bool(false)));
+    assert_eq!(app.state.validators.compiled(), 1);
+    let (status, body) = put(&app, "clicks", module.clone()).await;
+    assert_eq!((status, &body["replaced"]), (200, &Value::Bool(true)));
+
+    for name in ["clicks", "clicks-copy"] {
+        let r = app
+            .call(
+                Method::DELETE,
+                &format!("/admin/validators/{name}"),
+                None,
+                true,
+            )
+            .await;
+        assert_eq!(r.status, 204);
+    }
+    assert_eq!(get(&app, "clicks").await.0, 404);
+    let r = app
+        .call(Method::DELETE, "/admin/validators/clicks", None, true)
+        .await;
+    assert_eq!((r.status.as_u16(), r.code()), (404, "not_found"));
+    assert!(app.dump().await.iter().all(|(k, _)| k != "sc:validators"));
+
+    let api = app.get("/openapi.json").await;
+    for path in ["/admin/validators", "/admin/validators/{name}"] {
+        assert!(
+            api.body["paths"][path].is_object(),
+            "{path} missing from /openapi.json"
+        );
+    }
+}
+
+/// Malformed and hostile modules, an oversize body, the built-in name, a bad name and a missing
+/// token are each refused with their code, and Redis is unchanged.
+#[tokio::test]
+async fn refused_validators_change_nothing() {
+    let app = spawn_app().await;
+    assert_eq!(put(&app, "clicks", clicks()).await.0, 200);
+    let before = app.dump().await;
+
+    let (status, body) = put(&app, "junk", b"\0asm\x01\0\0\0junk".to_vec()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("bad_request"))
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid_module:"),
+        "{body}"
+    );
+
+    let import = wat::parse_str(
+        r#"(module (import "env" "now" (func)) (memory (export "memory") 1)
+        (func (export "alloc") (param i32) (result i32) i32.const 0)
+        (func (export "validate") (param i64 i32 i32 i64) (result i64) i64.const 0))"#,
+    )
+    .unwrap();
+    let (status, body) = put(&app, "clicks", import).await;
+    assert_eq!(status, 400);
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("forbidden_import:") && msg.contains("env.now"),
+        "{msg}"
+    );
+
+    let (status, body) = put(&app, "big", vec![0; (4 << 20) + 1]).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (413, Some("payload_too_large"))
+    );
+
+    let (status, body) = put(&app, "2048", clicks()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("conflict"))
+    );
+    let r = app
+        .call(Method::DELETE, "/admin/validators/2048", None, true)
+        .await;
+    assert_eq!((r.status.as_u16(), r.code()), (409, "conflict"));
+
+    let (status, body) = put(&app, "no%7Bbraces%7D", clicks()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_id"))
+    );
+
+    let res = app
+        .http
+        .put(app.url("/admin/validators/other"))
+        .body(clicks())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+
+    assert_eq!(app.dump().await, before, "a refused upload changed Redis");
+    assert_eq!(
+        get(&app, "clicks").await.2,
+        clicks(),
+        "the stored module was replaced"
+    );
+}
