@@ -1,10 +1,14 @@
 //! Validators over the admin API: upload, list, read back and delete, stored in Redis for every
 //! instance, compiled once per instance per content; refused modules and names change nothing.
 
+use std::time::{Duration, Instant};
+
 use reqwest::Method;
-use scorecast_server::validators::BUILTIN_2048;
-use scorecast_tests::{spawn_app, TestApp, ADMIN_TOKEN};
-use serde_json::Value;
+use scorecast_server::clock::Clock;
+use scorecast_server::validators::{VerifyError, BUILTIN_2048};
+use scorecast_tests::ws::WsClient;
+use scorecast_tests::{spawn_app, spawn_app_with, TestApp, ADMIN_TOKEN};
+use serde_json::{json, Value};
 
 /// The example validator of `docs/validators.md`, written in WAT.
 fn clicks() -> Vec<u8> {
@@ -203,5 +207,70 @@ async fn refused_validators_change_nothing() {
         get(&app, "clicks").await.2,
         clicks(),
         "the stored module was replaced"
+    );
+}
+
+/// The p99 of `n` sequential WebSocket submissions' acks, in ms.
+async fn ack_p99(ws: &mut WsClient, tag: &str, n: usize) -> f64 {
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
+        let started = Instant::now();
+        let a = ws.submit(&format!("{tag}-{i}"), "arena", 1).await;
+        assert_eq!(a["type"], "ack", "{a}");
+        lat.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    lat.sort_by(f64::total_cmp);
+    lat[(n * 99 / 100).min(n - 1)]
+}
+
+/// A validator that loops until its deadline, spinning on the sandbox's thread for the whole
+/// measurement, does not slow another player's acks: verifications run on their own thread, not
+/// on the server's workers. Prints both p99s; the bound (100 ms) leaves room for a loaded
+/// 2-core machine, where one core is the spinning validator's.
+#[tokio::test]
+async fn a_hostile_validator_does_not_slow_other_players() {
+    let app = spawn_app_with(
+        |s| {
+            s.validators.threads = 1;
+            s.validators.fuel = u64::MAX / 4;
+            s.validators.deadline_ms = 5_000;
+            // Sequential submissions as fast as acks come: not what the per-connection
+            // message limit is about.
+            s.ws.max_messages_per_sec = 100_000;
+        },
+        Clock::Redis,
+    )
+    .await;
+    app.board("arena", json!({"submit_limit": null})).await;
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(ws.hello(&app.token("alice", None)).await["type"], "welcome");
+    let quiet = ack_p99(&mut ws, "quiet", 300).await;
+
+    let spin = wat::parse_str(
+        r#"(module (memory (export "memory") 1)
+        (func (export "alloc") (param i32) (result i32) i32.const 0)
+        (func (export "validate") (param i64 i32 i32 i64) (result i64) (loop br 0) i64.const 0))"#,
+    )
+    .unwrap();
+    let (spin, _) = app.state.validators.compile(spin.into()).await.unwrap();
+    let sandbox = app.state.validators.sandbox().clone();
+    let started = Instant::now();
+    let burner = tokio::spawn(async move { sandbox.verify(&spin, 1, vec![], 0).await });
+    let hostile = ack_p99(&mut ws, "hostile", 300).await;
+    let measured = started.elapsed();
+    assert!(
+        !burner.is_finished(),
+        "the validator stopped before the measurement ended ({measured:?})"
+    );
+    assert_eq!(burner.await.unwrap(), Err(VerifyError::Deadline));
+    let spun = started.elapsed();
+    println!(
+        "ack p99: {quiet:.2} ms quiet, {hostile:.2} ms beside a spinning validator \
+         (measured over {measured:?}; the validator spun {spun:?} until its deadline)"
+    );
+    assert!(spun >= Duration::from_millis(4_900), "{spun:?}");
+    assert!(
+        hostile < 100.0,
+        "ack p99 {hostile:.2} ms beside a spinning validator (quiet: {quiet:.2} ms)"
     );
 }
