@@ -274,3 +274,78 @@ async fn a_hostile_validator_does_not_slow_other_players() {
         "ack p99 {hostile:.2} ms beside a spinning validator (quiet: {quiet:.2} ms)"
     );
 }
+
+/// A board names its validator: the built-in one or an uploaded one is accepted and read back;
+/// an unknown one is `not_found` and changes nothing; a validator a board names cannot be
+/// deleted (`conflict`, nothing changed) until the board stops naming it.
+#[tokio::test]
+async fn a_board_names_its_validator() {
+    let app = spawn_app().await;
+    let r = app
+        .board("game-2048", json!({"op": "best", "validator": "2048"}))
+        .await;
+    assert_eq!(r.body["validator"], "2048");
+    let plain = app.board("plain", json!({})).await;
+    assert!(plain.body.get("validator").is_none(), "{}", plain.body);
+
+    let before = app.dump().await;
+    let r = app
+        .admin(
+            Method::PUT,
+            "/admin/boards/clicker",
+            json!({"validator": "clicks"}),
+        )
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (404, "not_found"),
+        "{:?}",
+        r.body
+    );
+    let r = app
+        .admin(
+            Method::PUT,
+            "/admin/boards/clicker",
+            json!({"validator": "no{braces}"}),
+        )
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (400, "bad_request"),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(
+        app.dump().await,
+        before,
+        "a refused board config changed Redis"
+    );
+
+    assert_eq!(put(&app, "clicks", clicks()).await.0, 200);
+    app.board("clicker", json!({"validator": "clicks"})).await;
+    let got = app
+        .admin(Method::GET, "/admin/boards/clicker", Value::Null)
+        .await;
+    assert_eq!(got.body["validator"], "clicks", "{:?}", got.body);
+
+    let before = app.dump().await;
+    let r = app
+        .call(Method::DELETE, "/admin/validators/clicks", None, true)
+        .await;
+    assert_eq!((r.status.as_u16(), r.code()), (409, "conflict"));
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("clicker"),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(app.dump().await, before, "a refused delete changed Redis");
+
+    app.board("clicker", json!({})).await;
+    let r = app
+        .call(Method::DELETE, "/admin/validators/clicks", None, true)
+        .await;
+    assert_eq!(r.status, 204);
+}

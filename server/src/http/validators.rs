@@ -120,7 +120,7 @@ pub async fn get_validator(
         .body(module))
 }
 
-/// Deletes a validator.
+/// Deletes a validator; refused (`conflict`) while a board names it.
 #[utoipa::path(params(("name" = String, Path)), responses((status = 204), (status = 404), (status = 409)), tag = "admin", security(("admin" = [])))]
 #[delete("/admin/validators/{name}")]
 pub async fn delete_validator(
@@ -131,6 +131,23 @@ pub async fn delete_validator(
     let name = AppState::id(&path)?;
     if name.as_str() == BUILTIN_NAME {
         return Err(builtin_is_fixed());
+    }
+    let users: Vec<String> = st
+        .store
+        .boards()
+        .await?
+        .into_iter()
+        .filter(|(_, cfg)| cfg.validator.as_deref() == Some(name.as_str()))
+        .map(|(board, _)| board.into_string())
+        .collect();
+    if !users.is_empty() {
+        return Err(AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "boards {} name validator {name}; change their validator first",
+                users.join(", ")
+            ),
+        ));
     }
     if !st.store.delete_validator(&name).await? {
         return Err(AppError::new(

@@ -210,6 +210,20 @@ impl Store {
         cfg.validate().map_err(AppError::bad_request)?;
         let json = serde_json::to_string(cfg).map_err(|e| AppError::bad_request(e.to_string()))?;
         let mut c = self.conn.clone();
+        // The validator must exist when the board names it. (Another slot than the board's on a
+        // cluster, so checked before the script, not inside it; deleting a validator a board
+        // names is refused the other way round.)
+        if let Some(v) = cfg.validator.as_deref() {
+            if v != crate::validators::registry::BUILTIN_NAME {
+                let exists: bool = c.hexists(keys::VALIDATORS, v).await?;
+                if !exists {
+                    return Err(AppError::new(
+                        ErrorCode::NotFound,
+                        format!("no validator {v}: upload it first (PUT /admin/validators/{v})"),
+                    ));
+                }
+            }
+        }
         let reply: Value = scripts::BOARD_PUT
             .key(keys::config(board))
             .arg(json)
