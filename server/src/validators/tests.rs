@@ -265,3 +265,38 @@ async fn the_registry_compiles_each_module_once() {
     }
     assert_eq!(reg.compiled(), 2);
 }
+
+/// The embedded `2048.wasm` computes what the rules crate computes natively, on 40 runs of
+/// every length up to a finished game, and on forged proofs: if the rules change and
+/// `cargo xtask wasm` was not run, this fails.
+#[tokio::test]
+async fn the_embedded_2048_validator_matches_the_rules_source() {
+    use scorecast_game2048::{Dir, Game, Mulberry32};
+    use scorecast_validator_2048::validate_proof;
+
+    let sb = sandbox();
+    let v = sb.compile(BUILTIN_2048).unwrap();
+    let mut moves = Mulberry32::new(7);
+    for seed in 0..40u32 {
+        let mut g = Game::<4>::new(seed);
+        let mut proof = Vec::new();
+        let stop = (moves.next_u32() % 600) as usize;
+        while !g.over && proof.len() < stop {
+            let d = Dir::ALL[(moves.next_u32() % 4) as usize];
+            if g.play(d).moved {
+                proof.push(d.as_byte());
+            }
+        }
+        let mut forged = proof.clone();
+        forged.push(b"udlrx"[(moves.next_u32() % 5) as usize]);
+        for (p, elapsed) in [(&proof, 600_000), (&proof, 100), (&forged, 600_000)] {
+            let native = validate_proof(i64::from(seed), p, elapsed);
+            let wasm = match sb.verify(&v, i64::from(seed), p.clone(), elapsed).await {
+                Ok(score) => score as i64,
+                Err(VerifyError::Refused(code)) => code,
+                Err(e) => panic!("seed {seed}: {e}"),
+            };
+            assert_eq!(wasm, native, "seed {seed}, {} moves", p.len());
+        }
+    }
+}
