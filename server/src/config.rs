@@ -179,6 +179,10 @@ pub struct ValidatorSettings {
     pub threads: usize,
     /// Verifications that may wait for a thread before more are refused as `busy`.
     pub queue: usize,
+    /// How long a run lasts after it starts.
+    pub run_ttl_ms: u64,
+    /// Open runs a player may hold on one board (so seeds cannot be farmed).
+    pub max_open_runs: u32,
 }
 
 impl Default for ValidatorSettings {
@@ -191,6 +195,8 @@ impl Default for ValidatorSettings {
             deadline_ms: l.deadline.as_millis() as u64,
             threads: l.threads,
             queue: l.queue,
+            run_ttl_ms: 3_600_000,
+            max_open_runs: 3,
         }
     }
 }

@@ -33,6 +33,16 @@ pub fn bans(board: &Id) -> String {
 /// and boards created later take it from here).
 pub const BANS: &str = "sc:bans";
 
+/// `lb:{<board>}:run:<run id>`: a run on a verified board (`lua/run_start.lua`), expiring with it.
+pub fn run(board: &Id, run: &str) -> String {
+    format!("lb:{{{board}}}:run:{run}")
+}
+
+/// `lb:{<board>}:runs:<player>`: the player's open runs on the board, run id -> expiry (ms).
+pub fn runs_of(board: &Id, player: &Id) -> String {
+    format!("lb:{{{board}}}:runs:{player}")
+}
+
 /// `sc:validators`: validator name -> the module's bytes (`docs/validators.md`). One hash, so
 /// every write is one command on one slot; every instance reads the same bytes.
 pub const VALIDATORS: &str = "sc:validators";

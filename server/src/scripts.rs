@@ -73,6 +73,8 @@ pub static SLIDING_LOG: LazyLock<Script> =
 pub static GCRA: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/gcra.lua")));
 pub static BOARD_PUT: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/board_put.lua")));
+pub static RUN_START: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/run_start.lua")));
 pub static BAN_INDEX: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
 pub static BOARD_DELETE: LazyLock<Script> =

@@ -349,3 +349,91 @@ async fn a_board_names_its_validator() {
         .await;
     assert_eq!(r.status, 204);
 }
+
+/// Runs on a verified board: each has its own id and seed, is kept beside the board until it
+/// expires, and counts against the player's open runs; past the limit, on a board without a
+/// validator and on an unknown board, starting a run is refused and changes nothing. Expired
+/// runs stop counting.
+#[tokio::test]
+async fn runs_start_on_verified_boards_within_a_per_player_limit() {
+    let app = spawn_app().await;
+    app.board("game-2048", json!({"validator": "2048"})).await;
+    app.board("plain", json!({})).await;
+    let (board, alice) = (
+        scorecast_tests::id("game-2048"),
+        scorecast_tests::id("alice"),
+    );
+    let store = &app.state.store;
+    let mut c = app.redis_conn().await;
+
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let r = store.start_run(&board, &alice, 60_000, 3).await.unwrap();
+        assert_eq!(r.expires_ms - r.started_ms, 60_000);
+        let key = format!("lb:{{game-2048}}:run:{}", r.id);
+        let kept: String = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let kept: Value = serde_json::from_str(&kept).unwrap();
+        assert_eq!(kept["player"], "alice");
+        assert_eq!(kept["seed"], r.seed);
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        assert!(0 < pttl && pttl <= 60_000, "{pttl}");
+        runs.push(r);
+    }
+    runs.dedup_by(|a, b| a.id == b.id);
+    assert_eq!(runs.len(), 3, "run ids repeat");
+
+    let before = app.dump().await;
+    let err = store
+        .start_run(&board, &alice, 60_000, 3)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code.as_str(), "conflict", "{err}");
+    assert!(err.message.contains("3 open runs"), "{err}");
+    let err = store
+        .start_run(&scorecast_tests::id("plain"), &alice, 60_000, 3)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code.as_str(), "bad_request", "{err}");
+    let err = store
+        .start_run(&scorecast_tests::id("nope"), &alice, 60_000, 3)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code.as_str(), "unknown_board", "{err}");
+    assert_eq!(app.dump().await, before, "a refused run changed Redis");
+
+    // Another player has limits of their own.
+    store
+        .start_run(&board, &scorecast_tests::id("bob"), 60_000, 3)
+        .await
+        .unwrap();
+
+    // Short runs: once they expire they no longer count.
+    let carol = scorecast_tests::id("carol");
+    let mut short = Vec::new();
+    for _ in 0..3 {
+        short.push(store.start_run(&board, &carol, 300, 3).await.unwrap());
+    }
+    assert!(store.start_run(&board, &carol, 300, 3).await.is_err());
+    let last = format!("lb:{{game-2048}}:run:{}", short[2].id);
+    scorecast_tests::eventually("carol's runs expire", || {
+        let (mut c, last) = (c.clone(), last.clone());
+        async move {
+            let n: i64 = redis::cmd("EXISTS")
+                .arg(&last)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            n == 0
+        }
+    })
+    .await;
+    store.start_run(&board, &carol, 300, 3).await.unwrap();
+}

@@ -21,6 +21,15 @@ pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Layer, Lift};
 
+/// A run a player started on a verified board (`Store::start_run`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Run {
+    pub id: String,
+    pub seed: u32,
+    pub started_ms: i64,
+    pub expires_ms: i64,
+}
+
 #[derive(Clone)]
 pub struct Store {
     conn: RedisConn,
@@ -235,6 +244,45 @@ impl Store {
         // index (the config key is the truth).
         let _: () = c.sadd(keys::BOARDS, board.as_str()).await?;
         Ok(r.first().and_then(reply::int) == Some(1))
+    }
+
+    /// Starts a run of `player` on the verified `board`: a fresh run id and seed, kept in Redis
+    /// beside the board for `ttl_ms`; refused (`conflict`) past `max_open` open runs of the
+    /// player, (`bad_request`) on a board without a validator.
+    pub async fn start_run(
+        &self,
+        board: &Id,
+        player: &Id,
+        ttl_ms: u64,
+        max_open: u32,
+    ) -> AppResult<Run> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let seed: u32 = rand::random();
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::RUN_START
+            .key(keys::config(board))
+            .key(keys::run(board, &id))
+            .key(keys::runs_of(board, player))
+            .arg(player.as_str())
+            .arg(&id)
+            .arg(seed)
+            .arg(ttl_ms)
+            .arg(max_open)
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        let field = |i: usize| {
+            r.get(i)
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("run"))
+        };
+        Ok(Run {
+            id,
+            seed,
+            started_ms: field(0)?,
+            expires_ms: field(1)?,
+        })
     }
 
     /// Stores a validator's module under `name` (checked by the caller); whether it replaced one.
