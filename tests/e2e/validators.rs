@@ -437,3 +437,81 @@ async fn runs_start_on_verified_boards_within_a_per_player_limit() {
     .await;
     store.start_run(&board, &carol, 300, 3).await.unwrap();
 }
+
+/// `POST /v1/boards/{b}/runs` with a player token starts a run of that player (kept in Redis as
+/// the store keeps it); without a token, with a forged one, past the open-run limit
+/// and on a board without a validator it is refused with its code and Redis is unchanged.
+#[tokio::test]
+async fn players_start_runs_over_http() {
+    let app = spawn_app_with(|s| s.validators.max_open_runs = 1, Clock::Redis).await;
+    app.board("game-2048", json!({"validator": "2048"})).await;
+    app.board("plain", json!({})).await;
+    let post = |path: &str, token: Option<String>| {
+        let mut req = app.http.post(app.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            (status, res.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+
+    let (status, run) = post("/v1/boards/game-2048/runs", Some(app.token("alice", None))).await;
+    assert_eq!(status, 200, "{run}");
+    let id = run["run"].as_str().unwrap();
+    assert!(run["seed"].is_u64() && run["expires_ms"].as_i64() > run["started_ms"].as_i64());
+    let mut c = app.redis_conn().await;
+    let kept: String = redis::cmd("GET")
+        .arg(format!("lb:{{game-2048}}:run:{id}"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let kept: Value = serde_json::from_str(&kept).unwrap();
+    assert_eq!(
+        (&kept["player"], &kept["seed"]),
+        (&json!("alice"), &run["seed"])
+    );
+
+    let before = app.dump().await;
+    let cases = [
+        ("/v1/boards/game-2048/runs", None, 401, "unauthorized"),
+        (
+            "/v1/boards/game-2048/runs",
+            Some("not.a.token".to_string()),
+            401,
+            "unauthorized",
+        ),
+        (
+            "/v1/boards/game-2048/runs",
+            Some(app.token("alice", None)),
+            409,
+            "conflict",
+        ),
+        (
+            "/v1/boards/plain/runs",
+            Some(app.token("bob", None)),
+            400,
+            "bad_request",
+        ),
+        (
+            "/v1/boards/nope/runs",
+            Some(app.token("bob", None)),
+            404,
+            "unknown_board",
+        ),
+    ];
+    for (path, token, want_status, want_code) in cases {
+        let (status, body) = post(path, token).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (want_status, Some(want_code)),
+            "{path}: {body}"
+        );
+    }
+    assert_eq!(app.dump().await, before, "a refused run changed Redis");
+
+    let api = app.get("/openapi.json").await;
+    assert!(api.body["paths"]["/v1/boards/{board}/runs"].is_object());
+}

@@ -1,4 +1,5 @@
-//! Request guards: the admin bearer token, and the per-address limiter on public reads.
+//! Request guards: the admin bearer token, a player's token, and the per-address limiter on
+//! public reads.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,6 +40,32 @@ impl FromRequest for Admin {
                 ErrorCode::Unauthorized,
                 "admin endpoints need Authorization: Bearer <admin token>",
             ))
+        })
+    }
+}
+
+/// Present in a handler's arguments: the request carried a valid player token
+/// (`Authorization: Bearer <player token>`, checked as `hello` checks it: signature, lifetime,
+/// revocation).
+pub struct PlayerAuth(pub auth::Player);
+
+impl FromRequest for PlayerAuth {
+    type Error = AppError;
+    type Future = std::future::Ready<Result<PlayerAuth, AppError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        let st = state(req);
+        let presented = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        std::future::ready(match presented {
+            Some(token) => st.tokens.verify(token).map(PlayerAuth),
+            None => Err(AppError::new(
+                ErrorCode::Unauthorized,
+                "this endpoint needs Authorization: Bearer <player token>",
+            )),
         })
     }
 }

@@ -68,6 +68,7 @@ pub async fn metrics(st: web::Data<AppState>) -> HttpResponse {
         super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
         super::validators::put_validator, super::validators::get_validator,
         super::validators::delete_validator, super::validators::list_validators,
+        super::validators::start_run,
     ),
     modifiers(&AdminAuth)
 )]
@@ -81,6 +82,10 @@ impl utoipa::Modify for AdminAuth {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "admin",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        components.add_security_scheme(
+            "player",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
     }

@@ -1,15 +1,16 @@
-//! `/admin/validators`: upload, read, list and delete score validators (`docs/validators.md`).
+//! `/admin/validators`: upload, read, list and delete score validators (`docs/validators.md`);
+//! `POST /v1/boards/{board}/runs`: a player starts a run on a verified board.
 //! A module is checked and compiled before it is stored, so a stored validator always compiles;
 //! the built-in `2048` cannot be replaced or deleted.
 
 use std::sync::Arc;
 
-use actix_web::{delete, get, put, web, HttpResponse};
+use actix_web::{delete, get, post, put, web, HttpResponse};
 use futures_util::StreamExt;
 use scorecast_shared::ErrorCode;
 use serde::Serialize;
 
-use super::extract::Admin;
+use super::extract::{Admin, PlayerAuth};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::validators::registry::{digest, BUILTIN_NAME};
@@ -173,8 +174,27 @@ pub async fn list_validators(_: Admin, st: web::Data<AppState>) -> AppResult<Htt
     Ok(HttpResponse::Ok().json(out))
 }
 
+/// Starts a run of the token's player on a verified board (`docs/validators.md`, "Runs"): the
+/// run id and the seed the game must be played from.
+#[utoipa::path(params(("board" = String, Path)), responses((status = 200, body = crate::store::Run), (status = 400), (status = 401), (status = 404), (status = 409)), tag = "runs", security(("player" = [])))]
+#[post("/v1/boards/{board}/runs")]
+pub async fn start_run(
+    PlayerAuth(player): PlayerAuth,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let v = &st.settings.validators;
+    let run = st
+        .store
+        .start_run(&board, &player.id, v.run_ttl_ms, v.max_open_runs)
+        .await?;
+    Ok(HttpResponse::Ok().json(run))
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(list_validators)
+    cfg.service(start_run)
+        .service(list_validators)
         .service(put_validator)
         .service(get_validator)
         .service(delete_validator);

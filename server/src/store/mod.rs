@@ -22,9 +22,12 @@ pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Layer, Lift};
 
 /// A run a player started on a verified board (`Store::start_run`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Run {
+    /// The run id a verified submission names.
+    #[serde(rename = "run")]
     pub id: String,
+    /// The seed the game is played from.
     pub seed: u32,
     pub started_ms: i64,
     pub expires_ms: i64,
