@@ -8,7 +8,9 @@
 -- ARGV[2]  '1' to return the change event ('' = not: nobody here needs it)
 -- ARGV[3]  the submissions, one msgpack array of strings (unpacked with cmsgpack), 6 each:
 --   player, submission id, points (integer, in decimal), op override ('' = the board's op;
---   admin only), display name ('' = none), '1' to skip the board's submit_limit
+--   admin only), display name ('' = none), trust: '1' admin (skips the board's submit_limit),
+--   '2' a validator's replay of a proof, '' a player's points (refused on a board with a
+--   validator: `forbidden`)
 --   One argument, not 6 per submission: Redis parses one string instead of ~280 arguments, and
 --   the audit entry stores it as it came (BENCHMARKS.md, "What changed, and what each bought").
 --
@@ -104,6 +106,7 @@ local lim = cfg.submit_limit
 if lim == cjson.null then lim = nil end
 local any_bans = redis.call('EXISTS', prefix .. 'bans') == 1
 local cfg_op = cfg.op
+local verified_board = type(cfg.validator) == 'string'
 
 -- |score| of the board's extremes, read once per batch and only if an `incr` submission comes:
 -- while |points| + that stays in range, ZINCRBY cannot leave the exact range, so it runs blind.
@@ -185,8 +188,12 @@ local function submit_player(player, subs)
       local limited = lim and skip_limit ~= '1'
       local rl_key = limited and prefix .. 'rl:' .. player
       local refused
-      -- 2. Points allowed on this board.
-      if maxp and (points > maxp or points < -maxp) then
+      -- 2. Points allowed on this board: on a verified board only a validator's score (or
+      -- an admin's) counts.
+      if verified_board and skip_limit == '' then
+        refused = true
+        refuse(i, 'forbidden', 'board ' .. board .. ' is verified: submit a run\'s proof (docs/validators.md), not points', 0, 0, 0)
+      elseif maxp and (points > maxp or points < -maxp) then
         refused = true
         refuse(i, 'points_out_of_range', '|points| above this board\'s max_points_per_submit (' .. fmt(maxp) .. ')', 0, 0, 0)
       end

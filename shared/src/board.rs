@@ -202,6 +202,13 @@ impl BoardConfig {
         }
         if let Some(v) = &self.validator {
             crate::Id::parse(v).map_err(|e| format!("validator: {e}"))?;
+            // Each checkpoint of a run carries the run's score so far, and a player plays many
+            // runs: only keeping the best is right.
+            if self.op != Op::Best {
+                return Err(
+                    "a board with a validator keeps each player's best run: op must be best".into(),
+                );
+            }
         }
         if self.rewards_top > 10_000 {
             return Err("rewards_top must be at most 10000".into());
@@ -229,15 +236,19 @@ impl BoardConfig {
 mod tests {
     use super::*;
 
-    /// `validator` is an id when given, and a board without one serialises as before (no
+    /// `validator` is an id when given, needs `op: best`, and a board without one serialises as
+    /// before (no
     /// `validator` key), so stored configs and answers are unchanged.
     #[test]
     fn the_validator_field_is_optional_and_checked() {
-        let c: BoardConfig = serde_json::from_str(r#"{"validator":"2048"}"#).unwrap();
+        let c: BoardConfig = serde_json::from_str(r#"{"validator":"2048","op":"best"}"#).unwrap();
         assert_eq!(c.validator.as_deref(), Some("2048"));
         assert!(c.validate().is_ok());
-        let bad: BoardConfig = serde_json::from_str(r#"{"validator":"no{braces}"}"#).unwrap();
+        let bad: BoardConfig =
+            serde_json::from_str(r#"{"validator":"no{braces}","op":"best"}"#).unwrap();
         assert!(bad.validate().unwrap_err().starts_with("validator:"));
+        let incr: BoardConfig = serde_json::from_str(r#"{"validator":"2048"}"#).unwrap();
+        assert!(incr.validate().unwrap_err().contains("op must be best"));
         let plain = serde_json::to_value(BoardConfig::default()).unwrap();
         assert!(plain.get("validator").is_none(), "{plain}");
     }

@@ -96,7 +96,7 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     let (s, body) = call(
         Method::PUT,
         "/admin/boards/v",
-        Some(json!({"validator": "2048"})),
+        Some(json!({"op": "best", "validator": "2048"})),
     )
     .await;
     assert_eq!(s, 200, "{body}");

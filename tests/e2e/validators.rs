@@ -293,7 +293,7 @@ async fn a_board_names_its_validator() {
         .admin(
             Method::PUT,
             "/admin/boards/clicker",
-            json!({"validator": "clicks"}),
+            json!({"op": "best", "validator": "clicks"}),
         )
         .await;
     assert_eq!(
@@ -306,7 +306,7 @@ async fn a_board_names_its_validator() {
         .admin(
             Method::PUT,
             "/admin/boards/clicker",
-            json!({"validator": "no{braces}"}),
+            json!({"op": "best", "validator": "no{braces}"}),
         )
         .await;
     assert_eq!(
@@ -322,7 +322,8 @@ async fn a_board_names_its_validator() {
     );
 
     assert_eq!(put(&app, "clicks", clicks()).await.0, 200);
-    app.board("clicker", json!({"validator": "clicks"})).await;
+    app.board("clicker", json!({"op": "best", "validator": "clicks"}))
+        .await;
     let got = app
         .admin(Method::GET, "/admin/boards/clicker", Value::Null)
         .await;
@@ -357,7 +358,8 @@ async fn a_board_names_its_validator() {
 #[tokio::test]
 async fn runs_start_on_verified_boards_within_a_per_player_limit() {
     let app = spawn_app().await;
-    app.board("game-2048", json!({"validator": "2048"})).await;
+    app.board("game-2048", json!({"op": "best", "validator": "2048"}))
+        .await;
     app.board("plain", json!({})).await;
     let (board, alice) = (
         scorecast_tests::id("game-2048"),
@@ -444,7 +446,8 @@ async fn runs_start_on_verified_boards_within_a_per_player_limit() {
 #[tokio::test]
 async fn players_start_runs_over_http() {
     let app = spawn_app_with(|s| s.validators.max_open_runs = 1, Clock::Redis).await;
-    app.board("game-2048", json!({"validator": "2048"})).await;
+    app.board("game-2048", json!({"op": "best", "validator": "2048"}))
+        .await;
     app.board("plain", json!({})).await;
     let post = |path: &str, token: Option<String>| {
         let mut req = app.http.post(app.url(path));
@@ -514,4 +517,153 @@ async fn players_start_runs_over_http() {
 
     let api = app.get("/openapi.json").await;
     assert!(api.body["paths"]["/v1/boards/{board}/runs"].is_object());
+}
+
+/// The first `n` moves that move on `seed` (directions tried in a fixed order), and the score
+/// they reach, by the rules crate.
+fn play_2048(seed: u32, n: usize) -> (Vec<u8>, i64) {
+    use scorecast_game2048::{Dir, Game};
+    let mut g = Game::<4>::new(seed);
+    let mut proof = Vec::new();
+    let mut i = 0;
+    while proof.len() < n && !g.over {
+        let d = [Dir::Down, Dir::Left, Dir::Right, Dir::Up][i % 4];
+        i += 1;
+        if g.play(d).moved {
+            proof.push(d.as_byte());
+        }
+    }
+    (proof, g.score as i64)
+}
+
+/// A verified submission: the server replays the proof with the run's seed and records the
+/// score it computes through the submission core (a resent checkpoint is a duplicate, a longer
+/// one raises the best); a forged proof, a proof faster than the run's time allows, another
+/// player's run, an unknown run, an oversize proof and plain points over the WebSocket are
+/// refused with their codes and Redis unchanged; admin scores are still accepted.
+#[tokio::test]
+async fn verified_submissions_record_the_replayed_score() {
+    const T0: i64 = 1_800_000_000_000;
+    let app = spawn_app_with(|_| {}, Clock::manual(T0)).await;
+    app.board("game-2048", json!({"op": "best", "validator": "2048"}))
+        .await;
+    let post = |path: String, token: String, body: Vec<u8>| {
+        let req = app.http.post(app.url(&path)).bearer_auth(token).body(body);
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            (status, res.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (alice, bob) = (app.token("alice", None), app.token("bob", None));
+    let (_, run) = post("/v1/boards/game-2048/runs".into(), alice.clone(), vec![]).await;
+    let (id, seed) = (
+        run["run"].as_str().unwrap().to_owned(),
+        run["seed"].as_u64().unwrap() as u32,
+    );
+    let proof_path = format!("/v1/boards/game-2048/runs/{id}/proof");
+    app.clock.advance(60_000);
+
+    let (p20, s20) = play_2048(seed, 20);
+    let (status, a) = post(proof_path.clone(), alice.clone(), p20).await;
+    assert_eq!((status, &a["score"]), (200, &json!(s20)), "{a}");
+    let (p200, s200) = play_2048(seed, 200);
+    assert!(s200 > s20);
+    let (status, a) = post(proof_path.clone(), alice.clone(), p200.clone()).await;
+    assert_eq!(
+        (status, &a["score"], &a["duplicate"]),
+        (200, &json!(s200), &json!(false)),
+        "{a}"
+    );
+    let (_, a) = post(proof_path.clone(), alice.clone(), p200.clone()).await;
+    assert_eq!(a["duplicate"], true, "{a}");
+    assert_eq!(
+        app.get("/v1/boards/game-2048/players/alice").await.body["score"],
+        s200
+    );
+
+    let before = app.dump().await;
+    let mut forged = p200.clone();
+    forged.push(b'x');
+    let (_, bob_run) = post("/v1/boards/game-2048/runs".into(), bob.clone(), vec![]).await;
+    let before_bob = app.dump().await;
+    let bob_path = format!(
+        "/v1/boards/game-2048/runs/{}/proof",
+        bob_run["run"].as_str().unwrap()
+    );
+    let bob_seed = bob_run["seed"].as_u64().unwrap() as u32;
+    let cases = [
+        (
+            proof_path.clone(),
+            alice.clone(),
+            forged,
+            400,
+            "bad_request",
+            "proof_refused",
+        ),
+        // Bob's run started now: 200 moves at once is faster than 25 a second.
+        (
+            bob_path.clone(),
+            bob.clone(),
+            play_2048(bob_seed, 200).0,
+            400,
+            "bad_request",
+            "reason -3",
+        ),
+        (
+            proof_path.clone(),
+            bob.clone(),
+            p200.clone(),
+            403,
+            "forbidden",
+            "another player",
+        ),
+        (
+            "/v1/boards/game-2048/runs/nope/proof".into(),
+            alice.clone(),
+            p200.clone(),
+            404,
+            "not_found",
+            "no run",
+        ),
+        (
+            proof_path.clone(),
+            alice.clone(),
+            vec![b'u'; (64 << 10) + 1],
+            413,
+            "payload_too_large",
+            "proof",
+        ),
+    ];
+    for (path, token, body, want_status, want_code, want_msg) in cases {
+        let (status, b) = post(path.clone(), token, body).await;
+        assert_eq!(
+            (status, b["error"]["code"].as_str()),
+            (want_status, Some(want_code)),
+            "{path}: {b}"
+        );
+        assert!(
+            b["error"]["message"].as_str().unwrap().contains(want_msg),
+            "{path}: {b}"
+        );
+    }
+    // Plain points from the console: refused over the WebSocket.
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(ws.hello(&alice).await["type"], "welcome");
+    let r = ws.submit("forged-1", "game-2048", 1_000_000).await;
+    assert_eq!(
+        (r["type"].as_str(), r["code"].as_str()),
+        (Some("rejected"), Some("forbidden")),
+        "{r}"
+    );
+    assert!(r["message"].as_str().unwrap().contains("verified"), "{r}");
+    assert_eq!(
+        app.dump().await,
+        before_bob,
+        "a refused proof or plain submission changed Redis"
+    );
+    assert_ne!(before, before_bob, "bob's run is kept");
+
+    // The admin API stays open: a game server that is itself the authority may set scores.
+    assert_eq!(app.score("game-2048", "carol", 5).await["score"], 5);
 }

@@ -451,6 +451,7 @@ pub fn submission(
         op: None,
         name: None,
         skip_limit: false,
+        verified: false,
     }
 }
 

@@ -80,6 +80,7 @@ pub async fn score(
         op: body.op,
         name: None,
         skip_limit: true,
+        verified: false,
     };
     Ok(HttpResponse::Ok().json(st.submit_via(&s, Transport::Http).await?))
 }

@@ -68,7 +68,7 @@ pub async fn metrics(st: web::Data<AppState>) -> HttpResponse {
         super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
         super::validators::put_validator, super::validators::get_validator,
         super::validators::delete_validator, super::validators::list_validators,
-        super::validators::start_run,
+        super::validators::start_run, super::validators::submit_proof,
     ),
     modifiers(&AdminAuth)
 )]

@@ -54,20 +54,20 @@ fn builtin_is_fixed() -> AppError {
     )
 }
 
-/// The request body, refused past [`MAX_MODULE_BYTES`] without reading further.
-async fn read_module(mut body: web::Payload) -> AppResult<Vec<u8>> {
-    let mut module = Vec::new();
+/// The request body, refused past `limit` bytes without reading further.
+async fn read_body(mut body: web::Payload, limit: usize, what: &str) -> AppResult<Vec<u8>> {
+    let mut out = Vec::new();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| AppError::bad_request(format!("reading the body: {e}")))?;
-        if module.len() + chunk.len() > MAX_MODULE_BYTES {
+        if out.len() + chunk.len() > limit {
             return Err(AppError::new(
                 ErrorCode::PayloadTooLarge,
-                format!("a validator module may be at most {MAX_MODULE_BYTES} bytes"),
+                format!("{what} may be at most {limit} bytes"),
             ));
         }
-        module.extend_from_slice(&chunk);
+        out.extend_from_slice(&chunk);
     }
-    Ok(module)
+    Ok(out)
 }
 
 /// Checks, compiles and stores a validator module (the body: the module's bytes). Refused with
@@ -85,7 +85,9 @@ pub async fn put_validator(
     if name.as_str() == BUILTIN_NAME {
         return Err(builtin_is_fixed());
     }
-    let module: Arc<[u8]> = read_module(body).await?.into();
+    let module: Arc<[u8]> = read_body(body, MAX_MODULE_BYTES, "a validator module")
+        .await?
+        .into();
     st.validators
         .compile(Arc::clone(&module))
         .await
@@ -192,8 +194,29 @@ pub async fn start_run(
     Ok(HttpResponse::Ok().json(run))
 }
 
+/// A verified submission: the body is the run's proof so far (for `2048`, its move log); the
+/// board's validator replays it and the score it computes is recorded through the submission
+/// core, answered as a submission is.
+#[utoipa::path(params(("board" = String, Path), ("run" = String, Path)), request_body(content = Vec<u8>, content_type = "application/octet-stream"), responses((status = 200, body = crate::store::Accepted), (status = 400), (status = 401), (status = 403), (status = 404), (status = 413)), tag = "runs", security(("player" = [])))]
+#[post("/v1/boards/{board}/runs/{run}/proof")]
+pub async fn submit_proof(
+    PlayerAuth(player): PlayerAuth,
+    st: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Payload,
+) -> AppResult<HttpResponse> {
+    let (board, run) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
+    let limit = st.settings.validators.proof_bytes;
+    let proof = read_body(body, limit, "a proof").await?;
+    let accepted = st
+        .submit_proof(&board, &player, &run, proof, crate::state::Transport::Http)
+        .await?;
+    Ok(HttpResponse::Ok().json(accepted))
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(start_run)
+        .service(submit_proof)
         .service(list_validators)
         .service(put_validator)
         .service(get_validator)

@@ -218,7 +218,15 @@ pub fn pack_submissions<'a>(batch: impl ExactSizeIterator<Item = &'a Submission>
             &points,
             op,
             s.name.as_deref().unwrap_or(""),
-            if s.skip_limit { "1" } else { "" },
+            // '1' admin (no submit limit, accepted on verified boards), '2' verified by a
+            // validator, '' a player's plain points.
+            if s.skip_limit {
+                "1"
+            } else if s.verified {
+                "2"
+            } else {
+                ""
+            },
         ] {
             write_str(&mut out, field).expect(INFALLIBLE);
         }

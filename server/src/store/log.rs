@@ -214,7 +214,7 @@ fn plain_entry(e: &StreamId) -> serde_json::Value {
 }
 
 /// The accepted submissions of a batch entry, in the batch's order: `subs` holds 6 strings per
-/// submission (player, id, points, op override or `''`, name, skip_limit), `results` the
+/// submission (player, id, points, op override or `''`, name, trust), `results` the
 /// batch's season and 7 fields per submission, led by `1` for one accepted (not a duplicate).
 fn packed_batch(
     e: &StreamId,

@@ -33,6 +33,15 @@ pub struct Run {
     pub expires_ms: i64,
 }
 
+/// A run as `lua/run_start.lua` keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct RunRecord {
+    pub player: String,
+    pub seed: u32,
+    pub started_ms: i64,
+    pub expires_ms: i64,
+}
+
 #[derive(Clone)]
 pub struct Store {
     conn: RedisConn,
@@ -78,8 +87,12 @@ pub struct Submission {
     pub op: Option<Op>,
     /// Display name to record (from the token's `name` claim).
     pub name: Option<String>,
-    /// Skip the board's `submit_limit` (admin).
+    /// Skip the board's `submit_limit` (admin). Admin submissions are also accepted on
+    /// verified boards: the game server that calls the admin API is the authority.
     pub skip_limit: bool,
+    /// The points are a validator's replay of a run's proof (`AppState::submit_proof`): the only
+    /// player submissions a board with a `validator` accepts.
+    pub verified: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -286,6 +299,14 @@ impl Store {
             started_ms: field(0)?,
             expires_ms: field(1)?,
         })
+    }
+
+    /// The run `run` of `board`, unless it never existed or expired.
+    pub async fn run(&self, board: &Id, run: &Id) -> AppResult<Option<RunRecord>> {
+        let mut c = self.conn.clone();
+        let raw: Option<String> = c.get(keys::run(board, run.as_str())).await?;
+        raw.map(|r| serde_json::from_str(&r).map_err(|_| reply::bad("run")))
+            .transpose()
     }
 
     /// Stores a validator's module under `name` (checked by the caller); whether it replaced one.
