@@ -94,19 +94,32 @@ impl AppState {
             self.validators.builtin().clone()
         } else {
             let id = Id::parse(name)?;
-            let bytes = self.store.validator(&id).await?.ok_or_else(|| {
-                AppError::new(
-                    ErrorCode::Unavailable,
-                    format!("the board's validator {name} is missing; an operator must upload it"),
-                )
-            })?;
-            self.validators
-                .compile(bytes.into())
-                .await
-                .map_err(|e| {
-                    AppError::new(ErrorCode::Unavailable, format!("validator {name}: {e}"))
-                })?
-                .0
+            // The digest (64 bytes) finds the compiled module; the module itself is read only
+            // when this instance has not compiled those bytes yet.
+            let cached = match self.store.validator_digest(&id).await? {
+                Some(sha) => self.validators.cached_hex(&sha),
+                None => None,
+            };
+            match cached {
+                Some(v) => v,
+                None => {
+                    let bytes = self.store.validator(&id).await?.ok_or_else(|| {
+                        AppError::new(
+                            ErrorCode::Unavailable,
+                            format!(
+                                "the board's validator {name} is missing; an operator must upload it"
+                            ),
+                        )
+                    })?;
+                    self.validators
+                        .compile(bytes.into())
+                        .await
+                        .map_err(|e| {
+                            AppError::new(ErrorCode::Unavailable, format!("validator {name}: {e}"))
+                        })?
+                        .0
+                }
+            }
         };
         let elapsed_ms = self.store.clock().now_ms() - r.started_ms;
         let len = proof.len();

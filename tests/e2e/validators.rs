@@ -667,3 +667,50 @@ async fn verified_submissions_record_the_replayed_score() {
     // The admin API stays open: a game server that is itself the authority may set scores.
     assert_eq!(app.score("game-2048", "carol", 5).await["score"], 5);
 }
+
+/// A board verified by an uploaded validator (the WAT example): its runs' proofs are replayed
+/// by it, the module compiled at upload serves every verification (not compiled again), and the
+/// digest verifications look it up by is stored beside the module.
+#[tokio::test]
+async fn uploaded_validators_verify_submissions() {
+    const T0: i64 = 1_800_000_000_000;
+    let app = spawn_app_with(|_| {}, Clock::manual(T0)).await;
+    assert_eq!(put(&app, "clicks", clicks()).await.0, 200);
+    app.board("clicker", json!({"op": "best", "validator": "clicks"}))
+        .await;
+    assert_eq!(app.state.validators.compiled(), 1);
+    let alice = app.token("alice", None);
+    let post = |path: String, body: Vec<u8>| {
+        let req = app.http.post(app.url(&path)).bearer_auth(&alice).body(body);
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            (status, res.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (_, run) = post("/v1/boards/clicker/runs".into(), vec![]).await;
+    let path = format!(
+        "/v1/boards/clicker/runs/{}/proof",
+        run["run"].as_str().unwrap()
+    );
+    app.clock.advance(10_000);
+    let clicks_at = |ts: &[u32]| ts.iter().flat_map(|t| t.to_le_bytes()).collect::<Vec<u8>>();
+    let (status, a) = post(path.clone(), clicks_at(&[100, 300])).await;
+    assert_eq!((status, &a["score"]), (200, &json!(2)), "{a}");
+    let (status, a) = post(path.clone(), clicks_at(&[100, 300, 500, 900])).await;
+    assert_eq!((status, &a["score"]), (200, &json!(4)), "{a}");
+    let (status, a) = post(path.clone(), clicks_at(&[100, 120])).await;
+    assert_eq!(status, 400, "{a}");
+    assert!(
+        a["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("reason -2"),
+        "{a}"
+    );
+    assert_eq!(
+        app.state.validators.compiled(),
+        1,
+        "a verification compiled the module again"
+    );
+}

@@ -42,9 +42,13 @@ fn info(name: &str, module: &[u8]) -> ValidatorInfo {
     ValidatorInfo {
         name: name.to_owned(),
         bytes: module.len(),
-        sha256: digest(module).iter().map(|b| format!("{b:02x}")).collect(),
+        sha256: hex(&digest(module)),
         builtin: name == BUILTIN_NAME,
     }
+}
+
+pub fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn builtin_is_fixed() -> AppError {
@@ -94,7 +98,10 @@ pub async fn put_validator(
         .map_err(|e| {
             AppError::bad_request(format!("{}: the module is not a validator: {e}", e.code()))
         })?;
-    let replaced = st.store.put_validator(&name, &module).await?;
+    let replaced = st
+        .store
+        .put_validator(&name, &module, &hex(&digest(&module)))
+        .await?;
     Ok(HttpResponse::Ok().json(ValidatorPut {
         info: info(name.as_str(), &module),
         replaced,

@@ -309,10 +309,18 @@ impl Store {
             .transpose()
     }
 
-    /// Stores a validator's module under `name` (checked by the caller); whether it replaced one.
-    pub async fn put_validator(&self, name: &Id, module: &[u8]) -> AppResult<bool> {
+    /// Stores a validator's module under `name` (checked by the caller), with its SHA-256 under
+    /// `name#sha256` (one HSET: both or neither); whether it replaced one.
+    pub async fn put_validator(&self, name: &Id, module: &[u8], sha256: &str) -> AppResult<bool> {
         let mut c = self.conn.clone();
-        let added: i64 = c.hset(keys::VALIDATORS, name.as_str(), module).await?;
+        let added: i64 = redis::cmd("HSET")
+            .arg(keys::VALIDATORS)
+            .arg(name.as_str())
+            .arg(module)
+            .arg(keys::validator_digest_field(name))
+            .arg(sha256)
+            .query_async(&mut c)
+            .await?;
         Ok(added == 0)
     }
 
@@ -322,17 +330,31 @@ impl Store {
         Ok(c.hget(keys::VALIDATORS, name.as_str()).await?)
     }
 
+    /// The SHA-256 (hex) of the module stored under `name`: 64 bytes to read, so a verification
+    /// finds its compiled module without reading the module.
+    pub async fn validator_digest(&self, name: &Id) -> AppResult<Option<String>> {
+        let mut c = self.conn.clone();
+        Ok(c.hget(keys::VALIDATORS, keys::validator_digest_field(name))
+            .await?)
+    }
+
     /// Deletes the validator `name`; whether there was one.
     pub async fn delete_validator(&self, name: &Id) -> AppResult<bool> {
         let mut c = self.conn.clone();
-        let removed: i64 = c.hdel(keys::VALIDATORS, name.as_str()).await?;
-        Ok(removed == 1)
+        let removed: i64 = redis::cmd("HDEL")
+            .arg(keys::VALIDATORS)
+            .arg(name.as_str())
+            .arg(keys::validator_digest_field(name))
+            .query_async(&mut c)
+            .await?;
+        Ok(removed > 0)
     }
 
     /// The stored validators' names, sorted.
     pub async fn validator_names(&self) -> AppResult<Vec<String>> {
         let mut c = self.conn.clone();
         let mut names: Vec<String> = c.hkeys(keys::VALIDATORS).await?;
+        names.retain(|n| !n.contains('#'));
         names.sort();
         Ok(names)
     }

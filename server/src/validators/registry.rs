@@ -94,6 +94,18 @@ impl Registry {
         Ok((v, key))
     }
 
+    /// The compiled validator whose bytes have this SHA-256 (hex), if this instance has it.
+    pub fn cached_hex(&self, sha256: &str) -> Option<Validator> {
+        let mut key = [0u8; 32];
+        if sha256.len() != 64 {
+            return None;
+        }
+        for (i, b) in key.iter_mut().enumerate() {
+            *b = u8::from_str_radix(sha256.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        self.cached(&key)
+    }
+
     fn cached(&self, key: &Digest) -> Option<Validator> {
         // unwrap: as in `compile`.
         self.inner.cache.lock().unwrap().get(key).cloned()
