@@ -8,9 +8,10 @@
 -- ARGV[2]  '1' to return the change event ('' = not: nobody here needs it)
 -- ARGV[3]  the submissions, one msgpack array of strings (unpacked with cmsgpack), 6 each:
 --   player, submission id, points (integer, in decimal), op override ('' = the board's op;
---   admin only), display name ('' = none), the name of the key that submits for the player
---   over HTTP ('' = the player's own submission; any other value skips the board's submit_limit,
---   and the audit log shows it as `by`)
+--   admin only), display name ('' = none), who: the name of the key that submits for the player
+--   over HTTP (an admin or game server: skips the board's submit_limit, is accepted on a board
+--   with a validator, and the audit log shows it as `by`), '#v' for a validator's replay of a
+--   run's proof, '' for a player's own points (refused on a board with a validator: `forbidden`)
 --   One argument, not 6 per submission: Redis parses one string instead of ~280 arguments, and
 --   the audit entry stores it as it came (BENCHMARKS.md, "What changed, and what each bought").
 --
@@ -62,6 +63,8 @@
 -- (server/src/hub/commit.rs). (server/src/store/batch.rs reads both.)
 --
 
+-- The 6th field of a validator's replay (not an id: '#' is no id character).
+local VERIFIED = '#v'
 local DEDUP_WINDOW_MS = 600000
 local DEDUP_CAP = 64
 local CONVERT_AT = 32
@@ -108,6 +111,7 @@ local lim = cfg.submit_limit
 if lim == cjson.null then lim = nil end
 local any_bans = redis.call('EXISTS', prefix .. 'bans') == 1
 local cfg_op = cfg.op
+local verified_board = type(cfg.validator) == 'string'
 
 -- |score| of the board's extremes, read once per batch and only if an `incr` submission comes:
 -- while |points| + that stays in range, ZINCRBY cannot leave the exact range, so it runs blind.
@@ -187,11 +191,15 @@ local function submit_player(player, subs)
       local points = tonumber(points_s)
       if op == '' then op = cfg_op end
       local new_points, new_s, new_score, prev_rank, new_rank, changed, t
-      local limited = lim and by == ''
+      local limited = lim and (by == '' or by == VERIFIED)
       local rl_key = limited and prefix .. 'rl:' .. player
       local refused
-      -- 2. Points allowed on this board.
-      if maxp and (points > maxp or points < -maxp) then
+      -- 2. Points allowed on this board: on a verified board only a validator's score (or
+      -- an admin's) counts.
+      if verified_board and by == '' then
+        refused = true
+        refuse(i, 'forbidden', 'board ' .. board .. ' is verified: submit a run\'s proof (docs/validators.md), not points', 0, 0, 0)
+      elseif maxp and (points > maxp or points < -maxp) then
         refused = true
         refuse(i, 'points_out_of_range', '|points| above this board\'s max_points_per_submit (' .. fmt(maxp) .. ')', 0, 0, 0)
       end
@@ -279,7 +287,7 @@ local function submit_player(player, subs)
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
         accepted = accepted + 1
-        if by ~= '' then by_admin = by_admin + 1 end
+        if by ~= '' and by ~= VERIFIED then by_admin = by_admin + 1 end
 
         -- 5. The dedup record (written with the player's others below; a retry later in this
         -- batch finds it in `recs`).
@@ -340,7 +348,7 @@ if accepted > 0 then
   local msubs, mres = {}, {out[1]}
   for i = 1, by_admin > 0 and #S or 0, 6 do
     local at = 1 + (i - 1) / 6 * 7
-    if S[i + 5] ~= '' and out[at + 1] == 1 then
+    if S[i + 5] ~= '' and S[i + 5] ~= VERIFIED and out[at + 1] == 1 then
       for f = 0, 5 do msubs[#msubs + 1] = S[i + f] end
       for f = 1, 7 do mres[#mres + 1] = out[at + f] end
     end

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::builder::TypedValueParser;
@@ -202,6 +203,58 @@ impl Default for QueueSettings {
     }
 }
 
+/// The validator sandbox (`docs/validators.md`, "Limits").
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ValidatorSettings {
+    /// Fuel (about one unit per wasm instruction) per verification.
+    pub fuel: u64,
+    /// Linear memory per verification, in bytes.
+    pub memory_bytes: u64,
+    /// The largest proof accepted, in bytes.
+    pub proof_bytes: usize,
+    /// From queueing a verification to the end of its run.
+    pub deadline_ms: u64,
+    /// Threads that run verifications (off the socket and HTTP workers).
+    pub threads: usize,
+    /// Verifications that may wait for a thread before more are refused as `busy`.
+    pub queue: usize,
+    /// How long a run lasts after it starts.
+    pub run_ttl_ms: u64,
+    /// Open runs a player may hold on one board (so seeds cannot be farmed).
+    pub max_open_runs: u32,
+}
+
+impl Default for ValidatorSettings {
+    fn default() -> Self {
+        let l = crate::validators::Limits::default();
+        ValidatorSettings {
+            fuel: l.fuel,
+            memory_bytes: l.memory_bytes,
+            proof_bytes: l.proof_bytes,
+            deadline_ms: l.deadline.as_millis() as u64,
+            threads: l.threads,
+            queue: l.queue,
+            run_ttl_ms: 3_600_000,
+            max_open_runs: 3,
+        }
+    }
+}
+
+impl ValidatorSettings {
+    pub fn limits(&self) -> crate::validators::Limits {
+        crate::validators::Limits {
+            fuel: self.fuel,
+            memory_bytes: self.memory_bytes,
+            proof_bytes: self.proof_bytes,
+            deadline: Duration::from_millis(self.deadline_ms),
+            threads: self.threads.max(1),
+            queue: self.queue,
+            ..crate::validators::Limits::default()
+        }
+    }
+}
+
 /// Redis beyond its URL (README, "Redis Cluster").
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -274,6 +327,7 @@ pub struct Settings {
     pub public_limit: Policy,
     pub ws: WsSettings,
     pub queues: QueueSettings,
+    pub validators: ValidatorSettings,
     pub auth: AuthSettings,
     pub metrics: MetricsSettings,
     pub boards: BTreeMap<String, BoardConfig>,
@@ -311,6 +365,7 @@ impl Default for Settings {
             },
             ws: WsSettings::default(),
             queues: QueueSettings::default(),
+            validators: ValidatorSettings::default(),
             auth: AuthSettings::default(),
             metrics: MetricsSettings::default(),
             boards: BTreeMap::new(),
@@ -496,12 +551,14 @@ mod tests {
         let file = dir.join("c.toml");
         std::fs::write(
             &file,
-            "listen = \"127.0.0.1:9000\"\n[ws]\nping_interval_ms = 1000\nslow_client_ms = 700\n",
+            "listen = \"127.0.0.1:9000\"\n[ws]\nping_interval_ms = 1000\nslow_client_ms = 700\n\
+             [validators]\nfuel = 1000\n",
         )
         .unwrap();
         env.set("SCORECAST_CONFIG", file.to_str().unwrap());
         env.set("SCORECAST_WS__PING_INTERVAL_MS", "2000");
         env.set("SCORECAST_PUBLIC_LIMIT__LIMIT", "7");
+        env.set("SCORECAST_VALIDATORS__DEADLINE_MS", "250");
         env.set("SCORECAST_LISTEN", "127.0.0.1:9002");
         let admin = "admin-token-from-the-environment-0123456789";
         env.set("SCORECAST_ADMIN_TOKEN", admin);
@@ -511,6 +568,17 @@ mod tests {
         assert_eq!(s.ws.slow_client_ms, 700, "the file beats the defaults");
         assert_eq!(s.ws.client_timeout_ms, 45_000, "defaults fill the rest");
         assert_eq!(s.public_limit.limit, 7);
+        let sandbox = s.validators.limits();
+        assert_eq!(
+            sandbox.fuel, 1000,
+            "the sandbox's limits come from the file"
+        );
+        assert_eq!(
+            sandbox.deadline,
+            Duration::from_millis(250),
+            "and the environment"
+        );
+        assert_eq!(sandbox.proof_bytes, 64 << 10, "defaults fill the rest");
         assert_eq!(s.listen.port(), 9002, "SCORECAST_LISTEN beats the file");
         assert_eq!(s.admin_token.as_ref().map(Secret::expose), Some(admin));
         assert!(

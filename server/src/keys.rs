@@ -58,6 +58,27 @@ pub const BANS: &str = "sc:bans";
 /// every board (`lua/ban_index.lua`). Its hash tag is `sc:bans`, so it shares that key's slot.
 pub const BAN_INTENTS: &str = "{sc:bans}:intents";
 
+/// `lb:{<board>}:run:<run id>`: a run on a verified board (`lua/run_start.lua`), expiring with it.
+pub fn run(board: &Id, run: &str) -> String {
+    format!("lb:{{{board}}}:run:{run}")
+}
+
+/// `lb:{<board>}:runs:<player>`: the player's open runs on the board, run id -> expiry (ms).
+pub fn runs_of(board: &Id, player: &Id) -> String {
+    format!("lb:{{{board}}}:runs:{player}")
+}
+
+/// `sc:validators`: validator name -> the module's bytes, and `<name>#sha256` -> their SHA-256
+/// in hex (`docs/validators.md`). One hash, so every write is one command on one slot; every
+/// instance reads the same bytes.
+pub const VALIDATORS: &str = "sc:validators";
+
+/// The field of [`VALIDATORS`] holding the SHA-256 of validator `name`'s module (`#` is not an
+/// id character, so it cannot be a validator's name).
+pub fn validator_digest_field(name: &Id) -> String {
+    format!("{name}#sha256")
+}
+
 /// The channel that carries a board's change events. `publish_change` in `lua/lib.lua` spells
 /// the same name (the scripts publish there); the two are checked against each other by the
 /// end-to-end tests.

@@ -27,4 +27,5 @@ pub mod startup;
 pub mod state;
 pub mod store;
 pub mod sync;
+pub mod validators;
 pub mod ws;

@@ -75,6 +75,8 @@ pub static BOARD_PUT: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/board_put.lua")));
 pub static REWARD_GRANT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/reward_grant.lua")));
+pub static RUN_START: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/run_start.lua")));
 pub static BAN_INDEX: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
 pub static BOARD_DELETE: LazyLock<Script> =

@@ -106,7 +106,10 @@ impl Application {
             conn.clone(),
             Duration::from_millis(settings.auth.revocation_poll_ms),
         );
+        let sandbox = crate::validators::Sandbox::new(settings.validators.limits())
+            .context("starting the validator sandbox")?;
         let state = AppState {
+            validators: crate::validators::Registry::new(sandbox)?,
             hub: hub.clone(),
             queues,
             store,

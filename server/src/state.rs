@@ -47,6 +47,8 @@ pub struct AppState {
     pub hub: Hub,
     /// When `/metrics` last read the queue gauges from Redis.
     pub queue_gauges: Arc<crate::queue::QueueGauges>,
+    /// This instance's compiled validators and their sandbox (`docs/validators.md`).
+    pub validators: crate::validators::Registry,
 }
 
 impl AppState {
@@ -55,6 +57,105 @@ impl AppState {
     /// `internal` (jobs, tools, tests).
     pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
         self.submit_via(s, Transport::Internal).await
+    }
+
+    /// A verified submission: the score the board's validator computes by replaying `proof`
+    /// from the run's seed, recorded through the submission core ([`AppState::submit_via`]) as
+    /// the player's points. The submission id is the run and the proof's length, so resending
+    /// the same checkpoint is a duplicate, and each longer proof is a new checkpoint (the board
+    /// keeps the best: a verified board's op is `best`).
+    pub async fn submit_proof(
+        &self,
+        board: &Id,
+        player: &crate::auth::Player,
+        run: &Id,
+        proof: Vec<u8>,
+        via: Transport,
+    ) -> AppResult<Accepted> {
+        use crate::error::AppError;
+        use scorecast_shared::ErrorCode;
+
+        let cfg = self.store.board(board).await?;
+        let Some(name) = cfg.validator.as_deref() else {
+            return Err(AppError::bad_request(format!(
+                "board {board} has no validator: submit points"
+            )));
+        };
+        let r = self.store.run(board, run).await?.ok_or_else(|| {
+            AppError::new(
+                ErrorCode::NotFound,
+                format!("no run {run} on {board} (never started, or expired)"),
+            )
+        })?;
+        if r.player != player.id.as_str() {
+            return Err(AppError::new(
+                ErrorCode::Forbidden,
+                format!("run {run} belongs to another player"),
+            ));
+        }
+        let validator = if name == crate::validators::registry::BUILTIN_NAME {
+            self.validators.builtin().clone()
+        } else {
+            let id = Id::parse(name)?;
+            // The digest (64 bytes) finds the compiled module; the module itself is read only
+            // when this instance has not compiled those bytes yet.
+            let cached = match self.store.validator_digest(&id).await? {
+                Some(sha) => self.validators.cached_hex(&sha),
+                None => None,
+            };
+            match cached {
+                Some(v) => v,
+                None => {
+                    let bytes = self.store.validator(&id).await?.ok_or_else(|| {
+                        AppError::new(
+                            ErrorCode::Unavailable,
+                            format!(
+                                "the board's validator {name} is missing; an operator must upload it"
+                            ),
+                        )
+                    })?;
+                    self.validators
+                        .compile(bytes.into())
+                        .await
+                        .map_err(|e| {
+                            AppError::new(ErrorCode::Unavailable, format!("validator {name}: {e}"))
+                        })?
+                        .0
+                }
+            }
+        };
+        let elapsed_ms = self.store.clock().now_ms() - r.started_ms;
+        let len = proof.len();
+        let score = self
+            .validators
+            .sandbox()
+            .verify(&validator, i64::from(r.seed), proof, elapsed_ms)
+            .await
+            .map_err(|e| {
+                use crate::validators::VerifyError;
+                match e {
+                    VerifyError::Busy => AppError::new(ErrorCode::Unavailable, e.to_string()),
+                    VerifyError::ProofTooLarge(..) => {
+                        AppError::new(ErrorCode::PayloadTooLarge, format!("{}: {e}", e.code()))
+                    }
+                    _ => AppError::bad_request(format!("{}: {e}", e.code())),
+                }
+            })?;
+        let points = i64::try_from(score)
+            .ok()
+            .filter(|p| *p <= scorecast_shared::MAX_POINTS)
+            .ok_or_else(|| AppError::bad_request(format!("the validator returned {score}")))?;
+        let s = Submission {
+            board: board.clone(),
+            player: player.id.clone(),
+            id: Id::parse(&format!("{run}.{len}"))?,
+            points,
+            op: None,
+            name: player.name.clone(),
+            by: None,
+            verified: true,
+        };
+        self.submit_via(&s, via).await
     }
 
     /// [`AppState::submit`], timed as coming through `via`.

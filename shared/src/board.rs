@@ -152,6 +152,11 @@ pub struct BoardConfig {
     #[serde(deserialize_with = "limit_or_unlimited")]
     pub submit_limit: Option<SubmitLimit>,
     pub rewards_top: u32,
+    /// The validator that computes this board's scores from proofs (`docs/validators.md`):
+    /// `2048` (built in) or the name of one uploaded with `PUT /admin/validators/{name}`.
+    /// Left out: none, and the field is left out of the JSON too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validator: Option<String>,
 }
 
 impl Default for BoardConfig {
@@ -168,6 +173,7 @@ impl Default for BoardConfig {
             max_points_per_submit: None,
             submit_limit: Some(DEFAULT_SUBMIT_LIMIT),
             rewards_top: 0,
+            validator: None,
         }
     }
 }
@@ -192,6 +198,16 @@ impl BoardConfig {
         if let Some(l) = self.submit_limit {
             if l.limit == 0 || l.window_ms == 0 || l.window_ms > 86_400_000 * 31 {
                 return Err("submit_limit needs limit >= 1 and window_ms 1..=2678400000".into());
+            }
+        }
+        if let Some(v) = &self.validator {
+            crate::Id::parse(v).map_err(|e| format!("validator: {e}"))?;
+            // Each checkpoint of a run carries the run's score so far, and a player plays many
+            // runs: only keeping the best is right.
+            if self.op != Op::Best {
+                return Err(
+                    "a board with a validator keeps each player's best run: op must be best".into(),
+                );
             }
         }
         if self.rewards_top > 10_000 {
@@ -219,6 +235,23 @@ impl BoardConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `validator` is an id when given, needs `op: best`, and a board without one serialises as
+    /// before (no
+    /// `validator` key), so stored configs and answers are unchanged.
+    #[test]
+    fn the_validator_field_is_optional_and_checked() {
+        let c: BoardConfig = serde_json::from_str(r#"{"validator":"2048","op":"best"}"#).unwrap();
+        assert_eq!(c.validator.as_deref(), Some("2048"));
+        assert!(c.validate().is_ok());
+        let bad: BoardConfig =
+            serde_json::from_str(r#"{"validator":"no{braces}","op":"best"}"#).unwrap();
+        assert!(bad.validate().unwrap_err().starts_with("validator:"));
+        let incr: BoardConfig = serde_json::from_str(r#"{"validator":"2048"}"#).unwrap();
+        assert!(incr.validate().unwrap_err().contains("op must be best"));
+        let plain = serde_json::to_value(BoardConfig::default()).unwrap();
+        assert!(plain.get("validator").is_none(), "{plain}");
+    }
 
     #[test]
     fn defaults_are_the_documented_ones() {

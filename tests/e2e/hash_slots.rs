@@ -93,6 +93,19 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     .await;
     assert_eq!(s, 200, "{body}");
     state.store.announce_season(&id("d")).await.unwrap();
+    // Runs: run_start on a verified board.
+    let (s, body) = call(
+        Method::PUT,
+        "/admin/boards/v",
+        Some(json!({"op": "best", "validator": "2048"})),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    state
+        .store
+        .start_run(&id("v"), &id("alice"), 60_000, 3)
+        .await
+        .unwrap();
     let gcra = Policy {
         name: "g".into(),
         algorithm: Algorithm::Gcra,

@@ -24,6 +24,7 @@ mod refusals;
 mod revocation;
 mod seasons_jobs;
 mod submit_path;
+mod validators;
 mod wait_replicas;
 mod ws;
 mod ws_edges;

@@ -467,6 +467,7 @@ pub fn submission(
         op: None,
         name: None,
         by: None,
+        verified: false,
     }
 }
 

@@ -20,8 +20,44 @@ pub const WASM_BUDGET: u64 = 40 * 1024;
 /// `[profile.release]` can be tuned for speed independently.
 const WASM_PROFILE: &str = "wasm-release";
 
-/// Builds `scorecast-shared` for wasm32 and generates the JS bindings into `web/pkg`.
+/// Where the built-in `2048` validator is kept: committed, so the server (which embeds it)
+/// builds from a fresh clone without a wasm toolchain; `cargo xtask wasm` rebuilds it.
+pub const VALIDATOR_2048: &str = "server/validators/2048.wasm";
+
+/// Builds the 2048 rules as the built-in validator (`scorecast-validator-2048`, no imports) into
+/// [`VALIDATOR_2048`].
+pub fn validator(ctx: &Ctx) -> Result<()> {
+    run(&mut ctx.cargo([
+        "build",
+        "-p",
+        "scorecast-validator-2048",
+        "--target",
+        WASM_TARGET,
+        // Built for speed, not size: every verified submission runs it (`--release` halves the
+        // instructions a 1 000-move replay executes compared with the size profile).
+        "--release",
+        "--lib",
+    ]))
+    .context("building scorecast-validator-2048 for wasm32 failed")?;
+    let built = ctx
+        .target_dir
+        .join(WASM_TARGET)
+        .join("release")
+        .join("scorecast_validator_2048.wasm");
+    let dest = ctx.root.join(VALIDATOR_2048);
+    std::fs::copy(&built, &dest)
+        .with_context(|| format!("copying {} to {}", built.display(), dest.display()))?;
+    println!(
+        "ok wasm {VALIDATOR_2048} ({} B)",
+        std::fs::metadata(&dest)?.len()
+    );
+    Ok(())
+}
+
+/// Builds `scorecast-shared` for wasm32 and generates the JS bindings into `web/pkg`, and the
+/// built-in validator (see [`validator`]).
 pub fn wasm(ctx: &Ctx, tools: &Tools) -> Result<()> {
+    validator(ctx)?;
     let wasm_bindgen = &tools.wasm()?.wasm_bindgen;
     run(&mut ctx.cargo([
         "build",
@@ -211,6 +247,10 @@ pub fn test(ctx: &Ctx, tools: &Tools, quick: bool, filter: &[String]) -> Result<
                 "clippy",
                 "-p",
                 "scorecast-shared",
+                "-p",
+                "scorecast-game2048",
+                "-p",
+                "scorecast-validator-2048",
                 "--target",
                 WASM_TARGET,
                 "--",

@@ -94,6 +94,7 @@ pub async fn score(
         op: body.op,
         name: None,
         by: Some(key.0 .0),
+        verified: false,
     };
     Ok(HttpResponse::Ok().json(st.submit_via(&s, Transport::Http).await?))
 }

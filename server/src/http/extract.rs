@@ -1,6 +1,7 @@
-//! Request guards: the bearer key of each scope, and the per-address limiter on public reads.
+//! Request guards: the bearer key of each scope, a player's token, and the per-address limiter
+//! on public reads.
 //!
-//! Each endpoint states the scope it needs in one place, by taking one of [`Admin`],
+//! Each `/admin` endpoint states the scope it needs in one place, by taking one of [`Admin`],
 //! [`GameServer`] or [`Reader`] as an argument: a request without a known key is refused 401
 //! `unauthorized`, a known key of a narrower scope 403 `forbidden`, before the handler runs (so
 //! nothing changes). Each guard carries the key's name, which audited actions record.
@@ -11,7 +12,7 @@ use std::pin::Pin;
 use actix_web::{web, FromRequest, HttpRequest};
 use scorecast_shared::ErrorCode;
 
-use crate::auth::Scope;
+use crate::auth::{self, Scope};
 use crate::error::{AppError, RateInfo};
 use crate::state::AppState;
 
@@ -99,6 +100,32 @@ scope_guard!(
     Reader,
     Scope::Read
 );
+
+/// Present in a handler's arguments: the request carried a valid player token
+/// (`Authorization: Bearer <player token>`, checked as `hello` checks it: signature, lifetime,
+/// revocation).
+pub struct PlayerAuth(pub auth::Player);
+
+impl FromRequest for PlayerAuth {
+    type Error = AppError;
+    type Future = std::future::Ready<Result<PlayerAuth, AppError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        let st = state(req);
+        let presented = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        std::future::ready(match presented {
+            Some(token) => st.tokens.verify(token).map(PlayerAuth),
+            None => Err(AppError::new(
+                ErrorCode::Unauthorized,
+                "this endpoint needs Authorization: Bearer <player token>",
+            )),
+        })
+    }
+}
 
 /// Present in a handler's arguments: the client's address is within the public read limit.
 pub struct ReadLimit(pub RateInfo);

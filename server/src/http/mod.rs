@@ -10,6 +10,7 @@ pub mod moderation;
 pub mod ops;
 pub mod public;
 pub mod queues;
+pub mod validators;
 
 use actix_web::error::{JsonPayloadError, PathError, QueryPayloadError};
 use actix_web::web;
@@ -112,7 +113,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(moderation::routes)
         .configure(console::routes)
         .configure(queues::routes)
-        .service(asyncapi::asyncapi_json);
+        .service(asyncapi::asyncapi_json)
+        .configure(validators::routes);
 }
 
 /// The paths a page on another allowed origin may use: the SDK (`/sdk`), the protocol code it

@@ -66,6 +66,9 @@ pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> Ht
         super::moderation::get_board, super::moderation::delete_board, super::console::queues,
         super::queues::enqueue, super::queues::counts, super::queues::claim, super::queues::ack,
         super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
+        super::validators::put_validator, super::validators::get_validator,
+        super::validators::delete_validator, super::validators::list_validators,
+        super::validators::start_run, super::validators::submit_proof,
     ),
     modifiers(&AdminAuth)
 )]
@@ -79,6 +82,10 @@ impl utoipa::Modify for AdminAuth {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "admin",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        components.add_security_scheme(
+            "player",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
     }

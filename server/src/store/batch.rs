@@ -209,9 +209,14 @@ async fn apply_batch(
     Ok((results, event))
 }
 
+/// The 6th field of a validator's replay of a run's proof in a batch (`lua/submit.lua`): not an
+/// id, so never a key's name.
+pub const VERIFIED: &str = "#v";
+
 /// A batch's submissions as `lua/submit.lua` takes them (ARGV[3]): one msgpack array of 6
 /// strings each — player, id, points in decimal, op override or `''`, display name or `''`,
-/// the name of the key that submitted for the player (skipping the board's limit) or `''`. Also how the audit entry stores them
+/// who: the name of the key that submitted for the player (skipping the board's limit),
+/// [`VERIFIED`] for a validator's replay, or `''`. Also how the audit entry stores them
 /// (`store/log.rs`).
 pub fn pack_submissions<'a>(batch: impl ExactSizeIterator<Item = &'a Submission>) -> Vec<u8> {
     use rmp::encode::{write_array_len, write_str};
@@ -236,7 +241,13 @@ pub fn pack_submissions<'a>(batch: impl ExactSizeIterator<Item = &'a Submission>
             &points,
             op,
             s.name.as_deref().unwrap_or(""),
-            s.by.as_deref().unwrap_or(""),
+            // Who: the submitting key's name (an admin or game server: no submit limit, accepted
+            // on verified boards), `VERIFIED` for a validator's replay, '' a player's points.
+            match (&s.by, s.verified) {
+                (Some(by), _) => by.as_str(),
+                (None, true) => VERIFIED,
+                (None, false) => "",
+            },
         ] {
             write_str(&mut out, field).expect(INFALLIBLE);
         }

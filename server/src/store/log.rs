@@ -299,8 +299,8 @@ fn plain_entry(e: &StreamId) -> serde_json::Value {
 }
 
 /// The accepted submissions of a batch entry, in the batch's order: `subs` holds 6 strings per
-/// submission (player, id, points, op override or `''`, name, the submitting key's name or `''`;
-/// `'1'` in entries written before keys had names), `results` the
+/// submission (player, id, points, op override or `''`, name, who: the submitting key's name,
+/// `#v` for a validator's replay or `''`; `'1'` in entries written before keys had names), `results` the
 /// batch's season and 7 fields per submission, led by `1` for one accepted (not a duplicate).
 fn packed_batch(
     e: &StreamId,
@@ -341,7 +341,7 @@ fn packed_batch(
                 "time_ms": time_ms,
             });
             match text(&s[5])?.as_str() {
-                "" | "1" => {}
+                "" | "1" | super::batch::VERIFIED => {}
                 by => ev["by"] = by.into(),
             }
             Ok(ev)

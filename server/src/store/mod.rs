@@ -23,6 +23,27 @@ pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
 
+/// A run a player started on a verified board (`Store::start_run`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Run {
+    /// The run id a verified submission names.
+    #[serde(rename = "run")]
+    pub id: String,
+    /// The seed the game is played from.
+    pub seed: u32,
+    pub started_ms: i64,
+    pub expires_ms: i64,
+}
+
+/// A run as `lua/run_start.lua` keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct RunRecord {
+    pub player: String,
+    pub seed: u32,
+    pub started_ms: i64,
+    pub expires_ms: i64,
+}
+
 #[derive(Clone)]
 pub struct Store {
     conn: RedisConn,
@@ -71,6 +92,9 @@ pub struct Submission {
     /// The name of the key that submitted for the player over HTTP (recorded in the audit
     /// log); such a submission skips the board's `submit_limit`. `None` for the player's own.
     pub by: Option<String>,
+    /// The points are a validator's replay of a run's proof (`AppState::submit_proof`): the only
+    /// player submissions a board with a `validator` accepts.
+    pub verified: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -215,6 +239,20 @@ impl Store {
         let mut c = self.conn.clone();
         // Used only if this call creates the board (see `keys::generation`).
         let generation = format!("{:016x}", rand::random::<u64>());
+        // The validator must exist when the board names it. (Another slot than the board's on a
+        // cluster, so checked before the script, not inside it; deleting a validator a board
+        // names is refused the other way round.)
+        if let Some(v) = cfg.validator.as_deref() {
+            if v != crate::validators::registry::BUILTIN_NAME {
+                let exists: bool = c.hexists(keys::VALIDATORS, v).await?;
+                if !exists {
+                    return Err(AppError::new(
+                        ErrorCode::NotFound,
+                        format!("no validator {v}: upload it first (PUT /admin/validators/{v})"),
+                    ));
+                }
+            }
+        }
         let reply: Value = scripts::BOARD_PUT
             .key(keys::config(board))
             .arg(json)
@@ -227,6 +265,103 @@ impl Store {
         // index (the config key is the truth).
         let _: () = c.sadd(keys::BOARDS, board.as_str()).await?;
         Ok(r.first().and_then(reply::int) == Some(1))
+    }
+
+    /// Starts a run of `player` on the verified `board`: a fresh run id and seed, kept in Redis
+    /// beside the board for `ttl_ms`; refused (`conflict`) past `max_open` open runs of the
+    /// player, (`bad_request`) on a board without a validator.
+    pub async fn start_run(
+        &self,
+        board: &Id,
+        player: &Id,
+        ttl_ms: u64,
+        max_open: u32,
+    ) -> AppResult<Run> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let seed: u32 = rand::random();
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::RUN_START
+            .key(keys::config(board))
+            .key(keys::run(board, &id))
+            .key(keys::runs_of(board, player))
+            .arg(player.as_str())
+            .arg(&id)
+            .arg(seed)
+            .arg(ttl_ms)
+            .arg(max_open)
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        let field = |i: usize| {
+            r.get(i)
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("run"))
+        };
+        Ok(Run {
+            id,
+            seed,
+            started_ms: field(0)?,
+            expires_ms: field(1)?,
+        })
+    }
+
+    /// The run `run` of `board`, unless it never existed or expired.
+    pub async fn run(&self, board: &Id, run: &Id) -> AppResult<Option<RunRecord>> {
+        let mut c = self.conn.clone();
+        let raw: Option<String> = c.get(keys::run(board, run.as_str())).await?;
+        raw.map(|r| serde_json::from_str(&r).map_err(|_| reply::bad("run")))
+            .transpose()
+    }
+
+    /// Stores a validator's module under `name` (checked by the caller), with its SHA-256 under
+    /// `name#sha256` (one HSET: both or neither); whether it replaced one.
+    pub async fn put_validator(&self, name: &Id, module: &[u8], sha256: &str) -> AppResult<bool> {
+        let mut c = self.conn.clone();
+        let added: i64 = redis::cmd("HSET")
+            .arg(keys::VALIDATORS)
+            .arg(name.as_str())
+            .arg(module)
+            .arg(keys::validator_digest_field(name))
+            .arg(sha256)
+            .query_async(&mut c)
+            .await?;
+        Ok(added == 0)
+    }
+
+    /// The module stored under `name`.
+    pub async fn validator(&self, name: &Id) -> AppResult<Option<Vec<u8>>> {
+        let mut c = self.conn.clone();
+        Ok(c.hget(keys::VALIDATORS, name.as_str()).await?)
+    }
+
+    /// The SHA-256 (hex) of the module stored under `name`: 64 bytes to read, so a verification
+    /// finds its compiled module without reading the module.
+    pub async fn validator_digest(&self, name: &Id) -> AppResult<Option<String>> {
+        let mut c = self.conn.clone();
+        Ok(c.hget(keys::VALIDATORS, keys::validator_digest_field(name))
+            .await?)
+    }
+
+    /// Deletes the validator `name`; whether there was one.
+    pub async fn delete_validator(&self, name: &Id) -> AppResult<bool> {
+        let mut c = self.conn.clone();
+        let removed: i64 = redis::cmd("HDEL")
+            .arg(keys::VALIDATORS)
+            .arg(name.as_str())
+            .arg(keys::validator_digest_field(name))
+            .query_async(&mut c)
+            .await?;
+        Ok(removed > 0)
+    }
+
+    /// The stored validators' names, sorted.
+    pub async fn validator_names(&self) -> AppResult<Vec<String>> {
+        let mut c = self.conn.clone();
+        let mut names: Vec<String> = c.hkeys(keys::VALIDATORS).await?;
+        names.retain(|n| !n.contains('#'));
+        names.sort();
+        Ok(names)
     }
 
     pub async fn board(&self, board: &Id) -> AppResult<BoardConfig> {

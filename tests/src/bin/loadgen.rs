@@ -781,6 +781,7 @@ async fn dedup_memory(a: &Args) -> anyhow::Result<()> {
                             op: None,
                             name: None,
                             by: None,
+                            verified: false,
                         };
                         store.submit(&s).await?;
                         i += DEDUP_TASKS;
@@ -850,6 +851,7 @@ async fn script_alone(a: &Args) -> anyhow::Result<()> {
                         op: None,
                         name: None,
                         by: None,
+                        verified: false,
                     }
                 })
                 .collect();
@@ -938,6 +940,7 @@ async fn redis_benchmark(a: &Args) -> anyhow::Result<()> {
         op: None,
         name: None,
         by: None,
+        verified: false,
     };
     let subs = scorecast_server::store::pack_submissions(std::iter::once(&one));
     anyhow::ensure!(!subs.contains(&0), "a NUL byte in the packed submission");

@@ -216,6 +216,7 @@ impl Session {
             op: None,
             name: player.name.clone(),
             by: None,
+            verified: false,
         };
         let state = self.state.clone();
         let submitting = self.member.outbox().submitting();

@@ -1,0 +1,39 @@
+-- run_start.lua: starts a run of a player on a verified board (docs/validators.md, "Runs").
+-- Prepended with lib.lua.
+--
+-- KEYS[1]  lb:{<board>}:config
+-- KEYS[2]  lb:{<board>}:run:<run id>      the run: JSON {player, seed, started_ms, expires_ms},
+--                                          expiring with the run
+-- KEYS[3]  lb:{<board>}:runs:<player>     the player's open runs: run id -> expires_ms
+-- ARGV[1] player   ARGV[2] run id   ARGV[3] seed   ARGV[4] ttl_ms   ARGV[5] most open runs
+-- ARGV[6] now_ms override ('' = TIME)
+--
+-- A board without a validator has no runs. A player may hold at most ARGV[5] open runs, so
+-- seeds cannot be farmed; expired runs stop counting.
+-- Returns {'ok', started_ms, expires_ms} or {'err', code, message}; an error changes nothing.
+
+local prefix = string.sub(KEYS[1], 1, -7)
+local raw = redis.call('GET', KEYS[1])
+if not raw then
+  return {'err', 'unknown_board', 'no board ' .. board_of(prefix)}
+end
+local cfg = cjson.decode(raw)
+if type(cfg.validator) ~= 'string' then
+  return {'err', 'bad_request', 'board ' .. board_of(prefix) .. ' has no validator: runs are for verified boards'}
+end
+local now = now_ms(ARGV[6])
+local ttl = tonumber(ARGV[4])
+local open = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
+if open >= tonumber(ARGV[5]) then
+  return {'err', 'conflict', ARGV[1] .. ' already has ' .. open .. ' open runs on this board (at most ' .. ARGV[5] .. '); finish or wait for one'}
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return {'err', 'conflict', 'run id in use'}
+end
+-- Only now that nothing can refuse: drop the expired runs and record the new one.
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', fmt(now))
+local expires = now + ttl
+redis.call('SET', KEYS[2], cjson.encode({player = ARGV[1], seed = tonumber(ARGV[3]), started_ms = now, expires_ms = expires}), 'PX', ttl)
+redis.call('ZADD', KEYS[3], fmt(expires), ARGV[2])
+redis.call('PEXPIRE', KEYS[3], ttl)
+return {'ok', now, expires}
