@@ -141,6 +141,18 @@ pub struct Resp {
 }
 
 impl Resp {
+    /// Reads a response: its status, headers and JSON body (`null` when the body is not JSON).
+    pub async fn read(res: reqwest::Response) -> Resp {
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap_or_default();
+        Resp {
+            status,
+            headers,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        }
+    }
+
     /// The `error.code` of an error body.
     pub fn code(&self) -> &str {
         self.body["error"]["code"].as_str().unwrap_or("")
@@ -168,22 +180,27 @@ impl Api {
 
     /// Sends a request; `admin` adds the admin bearer token.
     pub async fn call(&self, method: Method, path: &str, body: Option<Value>, admin: bool) -> Resp {
+        let bearer = admin.then_some(ADMIN_TOKEN);
+        self.call_as(bearer, method, path, body.as_ref()).await
+    }
+
+    /// Sends a request with this bearer token (none: anonymous) and this JSON body (none: no
+    /// body).
+    pub async fn call_as(
+        &self,
+        bearer: Option<&str>,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Resp {
         let mut req = self.http.request(method, self.url(path));
-        if admin {
-            req = req.bearer_auth(ADMIN_TOKEN);
+        if let Some(token) = bearer {
+            req = req.bearer_auth(token);
         }
         if let Some(b) = body {
-            req = req.json(&b);
+            req = req.json(b);
         }
-        let res = req.send().await.expect("request");
-        let status = res.status();
-        let headers = res.headers().clone();
-        let text = res.text().await.unwrap_or_default();
-        Resp {
-            status,
-            headers,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
-        }
+        Resp::read(req.send().await.expect("request")).await
     }
 
     pub async fn get(&self, path: &str) -> Resp {
@@ -372,15 +389,7 @@ impl TestApp {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let res = req.send().await.expect("request");
-        let status = res.status();
-        let headers = res.headers().clone();
-        let text = res.text().await.unwrap_or_default();
-        Resp {
-            status,
-            headers,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
-        }
+        Resp::read(req.send().await.expect("request")).await
     }
 }
 
