@@ -393,6 +393,35 @@ impl TestApp {
     }
 }
 
+/// The TCP connections of the server listening on loopback port `port`, as the kernel holds
+/// them (`/proc/net/tcp` and `tcp6`), in any state but TIME_WAIT/CLOSE: each one's client
+/// (peer) port and its send queue (bytes the client has not taken).
+pub fn server_tcp_sockets(port: u16) -> Vec<(u16, u64)> {
+    let mut out = Vec::new();
+    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(table) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for line in table.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let port_of = |a: &str| {
+                a.rsplit(':')
+                    .next()
+                    .and_then(|p| u16::from_str_radix(p, 16).ok())
+            };
+            let (local, remote, state) = (port_of(f[1]), port_of(f[2]), f[3]);
+            // 06 TIME_WAIT, 07 CLOSE: nothing queued, no descriptor.
+            if let (Some(local), Some(remote)) = (local, remote) {
+                if local == port && state != "06" && state != "07" {
+                    let tx = f[4].split(':').next().unwrap_or("0");
+                    out.push((remote, u64::from_str_radix(tx, 16).unwrap_or(0)));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// How long a test waits for something that should happen: a bound on failure only, generous
 /// because two shared cores under four builds are slow; a passing test never waits it out.
 pub const EVENTUALLY: Duration = Duration::from_secs(10);
