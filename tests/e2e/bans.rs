@@ -5,27 +5,13 @@
 
 use reqwest::Method;
 use scorecast_server::clock::Clock;
-use scorecast_server::jobs::{self, Notifier};
-use scorecast_shared::Id;
+use scorecast_server::jobs;
 use scorecast_tests::*;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// 2025-03-10T12:00:00Z.
 const T0: i64 = 1_741_608_000_000;
 const UNTIL: i64 = T0 + 60_000;
-
-struct NoNotify;
-
-impl Notifier for NoNotify {
-    fn notify<'a>(
-        &'a self,
-        _: &'a Id,
-        _: &'a str,
-        _: &'a Value,
-    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
-        Box::pin(async { Ok(0) })
-    }
-}
 
 /// (player, score) of a season's top, or the status when it is not 200.
 async fn top(app: &TestApp, season: &str) -> Result<Vec<(String, i64)>, u16> {

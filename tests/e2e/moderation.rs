@@ -5,10 +5,9 @@
 use redis::AsyncCommands;
 use reqwest::Method;
 use scorecast_server::clock::Clock;
-use scorecast_server::jobs::{self, Notifier};
-use scorecast_shared::Id;
+use scorecast_server::jobs;
 use scorecast_tests::ws::WsClient;
-use scorecast_tests::{spawn_app, spawn_app_with, TestApp};
+use scorecast_tests::{spawn_app, spawn_app_with, NoNotify, TestApp};
 use serde_json::{json, Value};
 
 /// 2025-03-10T12:00:00Z.
@@ -230,19 +229,6 @@ async fn a_ban_on_every_board_reaches_boards_created_later() {
     assert_eq!(lift(&app, "/admin/bans/eve").await.status, 204);
     assert_eq!(players_on_top(&app, "a1").await, vec![("eve".into(), 5)]);
     assert_eq!(score_with_id(&app, "a2", "eve", 1, "y").await.status, 200);
-}
-
-struct NoNotify;
-
-impl Notifier for NoNotify {
-    fn notify<'a>(
-        &'a self,
-        _: &'a Id,
-        _: &'a str,
-        _: &'a Value,
-    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
-        Box::pin(futures_util::future::ready(Ok(0)))
-    }
 }
 
 /// Runs the job that is due and checks it was a `ban.lift` that succeeded.

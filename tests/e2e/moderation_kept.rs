@@ -10,7 +10,8 @@ use redis::AsyncCommands;
 use reqwest::Method;
 use scorecast_tests::process::ServerProcess;
 use scorecast_tests::{
-    root, spawn_app, start_test_redis, submission, temp_dir, TestApp, ADMIN_TOKEN, TOKEN_SECRET,
+    root, spawn_app, start_test_redis, submission, temp_dir, NoNotify, TestApp, ADMIN_TOKEN,
+    TOKEN_SECRET,
 };
 use serde_json::{json, Value};
 
@@ -505,19 +506,6 @@ async fn raced_bans_and_lifts_on_every_board_agree_with_the_ban_list() {
     for b in &boards {
         let exists: bool = c.exists(format!("lb:{{{b}}}:bans")).await.unwrap();
         assert!(!exists, "{b} still has a bans hash");
-    }
-}
-
-struct NoNotify;
-
-impl scorecast_server::jobs::Notifier for NoNotify {
-    fn notify<'a>(
-        &'a self,
-        _: &'a scorecast_shared::Id,
-        _: &'a str,
-        _: &'a Value,
-    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
-        Box::pin(futures_util::future::ready(Ok(0)))
     }
 }
 

@@ -422,6 +422,21 @@ pub fn server_tcp_sockets(port: u16) -> Vec<(u16, u64)> {
     out
 }
 
+/// A job notifier that delivers nothing (and says so: 0 connections), for tests that run jobs
+/// by hand with `jobs::run_next`.
+pub struct NoNotify;
+
+impl scorecast_server::jobs::Notifier for NoNotify {
+    fn notify<'a>(
+        &'a self,
+        _: &'a Id,
+        _: &'a str,
+        _: &'a Value,
+    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
+        Box::pin(futures_util::future::ready(Ok(0)))
+    }
+}
+
 /// How long a test waits for something that should happen: a bound on failure only, generous
 /// because two shared cores under four builds are slow; a passing test never waits it out.
 pub const EVENTUALLY: Duration = Duration::from_secs(10);
