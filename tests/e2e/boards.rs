@@ -1274,15 +1274,7 @@ async fn ops_endpoints() {
     app.score("b", "a", 1).await;
     assert_eq!(app.get("/healthz").await.status, 200);
     assert_eq!(app.get("/readyz").await.status, 200);
-    let metrics = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains("scorecast_submissions_total{outcome=\"ok\"}"),
         "{metrics}"

@@ -48,15 +48,7 @@ fn sign(claims: Value) -> String {
 
 /// `scorecast_redis_errors_total` as `/metrics` shows it.
 pub(crate) async fn redis_errors(app: &TestApp) -> u64 {
-    let text = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics body");
+    let text = app.metrics().await;
     text.lines()
         .find_map(|l| l.strip_prefix("scorecast_redis_errors_total "))
         .and_then(|v| v.trim().parse().ok())

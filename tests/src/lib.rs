@@ -203,6 +203,14 @@ impl Api {
         Resp::read(req.send().await.expect("request")).await
     }
 
+    /// The text of `GET /metrics` (no token); panics unless it answers 200.
+    pub async fn metrics(&self) -> String {
+        let res = self.http.get(self.url("/metrics")).send().await;
+        let res = res.expect("GET /metrics");
+        assert_eq!(res.status(), 200, "GET /metrics");
+        res.text().await.expect("the /metrics body")
+    }
+
     pub async fn get(&self, path: &str) -> Resp {
         self.call(Method::GET, path, None, false).await
     }
