@@ -10,8 +10,7 @@ use redis::AsyncCommands;
 use reqwest::Method;
 use scorecast_tests::process::ServerProcess;
 use scorecast_tests::{
-    root, spawn_app, start_test_redis, submission, temp_dir, NoNotify, TestApp, ADMIN_TOKEN,
-    TOKEN_SECRET,
+    spawn_app, start_test_redis, submission, temp_dir, NoNotify, TestApp, ADMIN_TOKEN, TOKEN_SECRET,
 };
 use serde_json::{json, Value};
 
@@ -222,18 +221,11 @@ fn bin() -> std::path::PathBuf {
 }
 
 fn start_server(redis_url: &str, tag: &str) -> ServerProcess {
-    let web = root().join("web");
-    ServerProcess::start(
+    ServerProcess::start_on(
         &bin(),
         &temp_dir(tag),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--redis-url",
-            redis_url,
-            "--web-dir",
-            web.to_str().unwrap(),
-        ],
+        redis_url,
+        &[],
         &[
             ("SCORECAST_ADMIN_TOKEN", ADMIN_TOKEN),
             ("SCORECAST_TOKEN_SECRET", TOKEN_SECRET),

@@ -362,19 +362,13 @@ async fn two_instances_behind_nginx_with_tls() {
     let (ca, cert, key) = make_certificate(&dir);
     let tls = connector(&ca);
     let listen = free_port();
-    let web = root().join("web");
     let origin = format!("https://127.0.0.1:{listen}");
     let start = |tag: &str| {
-        ServerProcess::start(
+        ServerProcess::start_on(
             &scorecast_tests::process::scorecast_bin(env!("CARGO_BIN_EXE_scorecast-e2e")),
             &temp_dir(tag),
+            &redis.url(),
             &[
-                "--listen",
-                "127.0.0.1:0",
-                "--redis-url",
-                &redis.url(),
-                "--web-dir",
-                web.to_str().unwrap(),
                 "--trusted-proxies",
                 "127.0.0.1",
                 "--max-conns-per-addr",

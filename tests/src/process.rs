@@ -29,6 +29,23 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `scorecast ARGS` in `cwd` with exactly the environment `env` (plus PATH), and
     /// waits for the line that gives its port.
+    /// `start` with the arguments the tests have in common: a port the server picks
+    /// (`--listen 127.0.0.1:0`), `--redis-url redis_url` and the repository's `web/`; then
+    /// `extra`.
+    pub fn start_on(
+        bin: &Path,
+        cwd: &Path,
+        redis_url: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> ServerProcess {
+        let web = crate::root().join("web");
+        let mut args = vec!["--listen", "127.0.0.1:0", "--redis-url", redis_url];
+        args.extend(["--web-dir", web.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        ServerProcess::start(bin, cwd, &args, env)
+    }
+
     pub fn start(bin: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
         let mut cmd = Command::new(bin);
         cmd.args(args)
