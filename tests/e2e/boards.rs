@@ -669,13 +669,7 @@ async fn daily_seasons_turn_over_exactly_at_midnight_utc() {
         app.get("/v1/boards/d/top?season=2026-02-28").await.code(),
         "unknown_season"
     );
-    let mut c = app.redis_conn().await;
-    let exists: bool = redis::cmd("EXISTS")
-        .arg("lb:{d}:s:2026-02-28")
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    assert!(!exists);
+    assert!(!app.key_exists("lb:{d}:s:2026-02-28").await);
 }
 
 /// Weekly and monthly seasons turn over at the exact instant (UTC), in the submission script:

@@ -330,6 +330,16 @@ impl TestApp {
         self.second_instance_with(|_| {}).await
     }
 
+    /// Whether Redis holds this key.
+    pub async fn key_exists(&self, key: &str) -> bool {
+        let mut c = self.redis_conn().await;
+        redis::cmd("EXISTS")
+            .arg(key)
+            .query_async(&mut c)
+            .await
+            .unwrap()
+    }
+
     /// One field of Redis `INFO` (e.g. `blocked_clients`), as a number.
     pub async fn redis_info(&self, field: &str) -> i64 {
         let mut c = self.redis_conn().await;
