@@ -49,13 +49,7 @@ fn rows(v: &[(&str, i64)]) -> Result<Vec<(String, i64)>, u16> {
 }
 
 async fn rollover(app: &TestApp, season: &str) {
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/b/rollover",
-            json!({ "season": season }),
-        )
-        .await;
+    let r = app.rollover("b", season).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 }
 

@@ -578,13 +578,7 @@ async fn manual_rollover_keeps_past_seasons_readable() {
     let app = spawn_app().await;
     app.board("m", json!({})).await;
     app.score("m", "a", 10).await;
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/m/rollover",
-            json!({"season": "s2"}),
-        )
-        .await;
+    let r = app.rollover("m", "s2").await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["previous_season"], "all");
     app.score("m", "b", 5).await;
@@ -608,13 +602,7 @@ async fn manual_rollover_keeps_past_seasons_readable() {
         })
         .collect();
     assert_eq!(names, [("all".into(), false), ("s2".into(), true)]);
-    let again = app
-        .admin(
-            Method::POST,
-            "/admin/boards/m/rollover",
-            json!({"season": "s2"}),
-        )
-        .await;
+    let again = app.rollover("m", "s2").await;
     assert_eq!(again.code(), "conflict");
     let unknown = app.get("/v1/boards/m/top?season=s9").await;
     assert_eq!(
@@ -622,13 +610,7 @@ async fn manual_rollover_keeps_past_seasons_readable() {
         (404, "unknown_season")
     );
     app.board("cal", json!({"reset": "daily"})).await;
-    let refused = app
-        .admin(
-            Method::POST,
-            "/admin/boards/cal/rollover",
-            json!({"season": "x"}),
-        )
-        .await;
+    let refused = app.rollover("cal", "x").await;
     assert_eq!(refused.code(), "conflict");
 }
 

@@ -367,13 +367,7 @@ async fn ids_made_only_of_dots_are_refused() {
         )
         .await;
     assert_eq!(j.code(), "invalid_id", "{:?}", j.body);
-    let s = app
-        .admin(
-            Method::POST,
-            "/admin/boards/b/rollover",
-            json!({"season": "."}),
-        )
-        .await;
+    let s = app.rollover("b", ".").await;
     assert_eq!(s.code(), "invalid_id", "{:?}", s.body);
     let mut c = player_on(&app.ws_url(), &app.token("alice", None), "alice").await;
     let r = c.submit("..", "b", 1).await;

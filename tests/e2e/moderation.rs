@@ -406,12 +406,7 @@ async fn deleting_a_board_leaves_no_key_of_it() {
     ivy.hello(&app.token("ivy", Some("Ivy"))).await;
     assert_eq!(ivy.submit("i-1", "gone", 4).await["type"], "ack");
     app.score("gone", "jan", 9).await;
-    app.admin(
-        Method::POST,
-        "/admin/boards/gone/rollover",
-        json!({"season": "s2"}),
-    )
-    .await;
+    app.rollover("gone", "s2").await;
     app.score("gone", "jan", 2).await;
     ban(&app, "jan", json!({"board": "gone"})).await;
     let mut c = app.redis_conn().await;

@@ -350,13 +350,7 @@ async fn manual_rollover_rewards_the_finished_season() {
     for (player, points) in [("ann", 30), ("ben", 20), ("cat", 10)] {
         app.score("cup", player, points).await;
     }
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/cup/rollover",
-            json!({"season": "cup-2"}),
-        )
-        .await;
+    let r = app.rollover("cup", "cup-2").await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 
     let rec = Recorder::default();
@@ -416,13 +410,7 @@ async fn deleting_a_board_stops_its_jobs_and_recreating_it_starts_clean() {
     app.board("cup", cup.clone()).await;
     app.score("cup", "ann", 30).await;
     app.score("cup", "ben", 20).await;
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/cup/rollover",
-            json!({"season": "cup-2"}),
-        )
-        .await;
+    let r = app.rollover("cup", "cup-2").await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
     assert_eq!((job.kind.as_str(), ok), ("season.rollover", true));
@@ -443,13 +431,7 @@ async fn deleting_a_board_stops_its_jobs_and_recreating_it_starts_clean() {
     app.board("cup", cup).await;
     app.score("cup", "ben", 99).await;
     app.score("cup", "cat", 50).await;
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/cup/rollover",
-            json!({"season": "cup-2"}),
-        )
-        .await;
+    let r = app.rollover("cup", "cup-2").await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     // The other stale reward (ben, 20) and the new board's jobs all run.
     let mut runs = 0;

@@ -241,6 +241,14 @@ impl Api {
         r.body
     }
 
+    /// Starts season `season` of the board by hand (`POST /admin/boards/{board}/rollover`) and
+    /// returns the answer, whatever it is.
+    pub async fn rollover(&self, board: &str, season: &str) -> Resp {
+        let path = format!("/admin/boards/{board}/rollover");
+        self.admin(Method::POST, &path, json!({ "season": season }))
+            .await
+    }
+
     /// A player token signed with the test secret.
     pub fn token(&self, player: &str, name: Option<&str>) -> String {
         Tokens::new(&Secret::new(TOKEN_SECRET)).issue(&Id::parse(player).unwrap(), name, 3600)
