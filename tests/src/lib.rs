@@ -362,6 +362,12 @@ impl TestApp {
 
     /// How many times Redis has run `command` (lower case), from `INFO commandstats`.
     pub async fn redis_command_calls(&self, command: &str) -> u64 {
+        let counts = self.redis_command_counts().await;
+        counts.get(command).copied().unwrap_or(0)
+    }
+
+    /// How many times Redis has run each command (lower case) so far, from `INFO commandstats`.
+    pub async fn redis_command_counts(&self) -> std::collections::BTreeMap<String, u64> {
         let mut c = self.redis_conn().await;
         let info: String = redis::cmd("INFO")
             .arg("commandstats")
@@ -369,10 +375,12 @@ impl TestApp {
             .await
             .unwrap();
         info.lines()
-            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
+            .filter_map(|l| {
+                let (command, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
+                let calls = rest.split(',').next()?.parse().ok()?;
+                Some((command.to_owned(), calls))
+            })
+            .collect()
     }
 
     /// Waits (bounded) until at least `n` clients are blocked in Redis (BZPOPMIN, BLPOP…):
