@@ -21,17 +21,7 @@ async fn top(app: &TestApp, season: &str) -> Result<Vec<(String, i64)>, u16> {
     if r.status != 200 {
         return Err(r.status.as_u16());
     }
-    Ok(r.body["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["player"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect())
+    Ok(players(&r.body))
 }
 
 /// Runs every job due now (the rollovers' own jobs too); their (kind, succeeded).

@@ -14,20 +14,6 @@ use scorecast_shared::{BoardConfig, Codec, ErrorCode, Order, Reset};
 use scorecast_tests::*;
 use serde_json::{json, Value};
 
-fn players(v: &Value) -> Vec<(String, i64)> {
-    v["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["player"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn ranks(v: &Value) -> Vec<u64> {
     v["entries"]
         .as_array()

@@ -7,7 +7,7 @@ use reqwest::Method;
 use scorecast_server::clock::Clock;
 use scorecast_server::jobs;
 use scorecast_tests::ws::WsClient;
-use scorecast_tests::{spawn_app, spawn_app_with, NoNotify, TestApp};
+use scorecast_tests::{players, spawn_app, spawn_app_with, NoNotify, TestApp};
 use serde_json::{json, Value};
 
 /// 2025-03-10T12:00:00Z.
@@ -25,17 +25,7 @@ async fn lift(app: &TestApp, path: &str) -> scorecast_tests::Resp {
 async fn players_on_top(app: &TestApp, board: &str) -> Vec<(String, i64)> {
     let r = app.get(&format!("/v1/boards/{board}/top?limit=10")).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
-    r.body["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["player"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect()
+    players(&r.body)
 }
 
 async fn score_with_id(

@@ -456,6 +456,21 @@ pub fn server_tcp_sockets(port: u16) -> Vec<(u16, u64)> {
     out
 }
 
+/// The (player, score) pairs of a view's `entries`, in order.
+pub fn players(v: &Value) -> Vec<(String, i64)> {
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["player"].as_str().unwrap().to_owned(),
+                e["score"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// A job notifier that delivers nothing (and says so: 0 connections), for tests that run jobs
 /// by hand with `jobs::run_next`.
 pub struct NoNotify;
