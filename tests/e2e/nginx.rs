@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use futures_util::SinkExt;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
-use scorecast_tests::process::ServerProcess;
+use scorecast_tests::process::{put_board, ServerProcess};
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{
     player_token, root, start_test_redis, temp_dir, ADMIN_TOKEN, EVENTUALLY, TOKEN_SECRET,
@@ -391,14 +391,7 @@ async fn two_instances_behind_nginx_with_tls() {
         &render_site(listen, [a.port, b.port], &cert, &key),
         listen,
     );
-    let r = reqwest::Client::new()
-        .put(format!("http://127.0.0.1:{}/admin/boards/b", a.port))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"submit_limit": null}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    put_board(a.port, "b").await;
 
     // Pushes cross instances: a subscriber on each instance (directly) sees a submission
     // made through nginx, whichever instance took it.

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use redis::AsyncCommands;
-use scorecast_tests::process::ServerProcess;
+use scorecast_tests::process::{put_board, ServerProcess};
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{
     hold_redis_busy, player_token, root, start_test_redis, temp_dir, TestRedis, ADMIN_TOKEN,
@@ -24,17 +24,6 @@ fn env() -> Vec<(&'static str, &'static str)> {
         ("SCORECAST_TOKEN_SECRET", TOKEN_SECRET),
         ("RUST_LOG", "debug"),
     ]
-}
-
-async fn put_board(port: u16, board: &str) {
-    let r = reqwest::Client::new()
-        .put(format!("http://127.0.0.1:{port}/admin/boards/{board}"))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"submit_limit": null}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
 }
 
 /// SIGTERM while submissions are in flight (read by the server, waiting on a busy Redis): each

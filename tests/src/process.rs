@@ -156,3 +156,16 @@ impl Drop for ServerProcess {
         }
     }
 }
+
+/// Creates board `board` (no submit limit) on the server listening on loopback `port`, with
+/// the admin token; panics unless it answers 200.
+pub async fn put_board(port: u16, board: &str) {
+    let r = reqwest::Client::new()
+        .put(format!("http://127.0.0.1:{port}/admin/boards/{board}"))
+        .bearer_auth(crate::ADMIN_TOKEN)
+        .json(&serde_json::json!({"submit_limit": null}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
