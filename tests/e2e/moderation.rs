@@ -404,9 +404,7 @@ async fn deleting_a_board_leaves_no_key_of_it() {
     assert!(keys.len() >= 8, "{keys:?}");
 
     // Act
-    let r = app
-        .call(Method::DELETE, "/admin/boards/gone", None, true)
-        .await;
+    let r = app.delete_board("gone").await;
 
     // Assert
     assert_eq!(r.status, 204, "{:?}", r.body);
@@ -419,12 +417,7 @@ async fn deleting_a_board_leaves_no_key_of_it() {
         .call(Method::GET, "/admin/boards/gone", None, true)
         .await;
     assert_eq!(info.status, 404);
-    assert_eq!(
-        app.call(Method::DELETE, "/admin/boards/gone", None, true)
-            .await
-            .status,
-        404
-    );
+    assert_eq!(app.delete_board("gone").await.status, 404);
     assert_eq!(players_on_top(&app, "kept").await, vec![("hal".into(), 1)]);
 }
 

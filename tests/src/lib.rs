@@ -241,6 +241,12 @@ impl Api {
         r.body
     }
 
+    /// Deletes the board (`DELETE /admin/boards/{id}`) and returns the answer, whatever it is.
+    pub async fn delete_board(&self, id: &str) -> Resp {
+        let path = format!("/admin/boards/{id}");
+        self.call(Method::DELETE, &path, None, true).await
+    }
+
     /// Starts season `season` of the board by hand (`POST /admin/boards/{board}/rollover`) and
     /// returns the answer, whatever it is.
     pub async fn rollover(&self, board: &str, season: &str) -> Resp {
