@@ -5,16 +5,15 @@
 
 import assert from "node:assert/strict";
 import net from "node:net";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import {
   ADMIN_TOKEN,
   addScore,
   admin,
-  launchBrowser,
   newPage,
   screenshot,
-  startStack,
+  useStackAndBrowser,
   waitConnState,
   withDiagnostics,
 } from "./harness.mjs";
@@ -37,27 +36,16 @@ function redisCommand(port, ...args) {
 }
 
 describe("admin console", { timeout: 120_000 }, () => {
-  let stack;
-  let browser;
+  const env = useStackAndBrowser();
   let page;
-  const diag = () => ({ stack, pages: [page] });
-
-  before(async () => {
-    stack = await startStack();
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const diag = () => ({ stack: env.stack, pages: [page] });
 
   const topPlayers = () => page.$$eval("#top-rows tr[data-player]", (trs) => trs.map((tr) => tr.dataset.player));
 
   test("sign in, create a board, watch a score, ban the player, retry a dead letter", () =>
     withDiagnostics(diag, async () => {
-      const base = stack.base;
-      page = await newPage(browser, { viewport: { width: 1280, height: 900 } });
+      const base = env.stack.base;
+      page = await newPage(env.browser, { viewport: { width: 1280, height: 900 } });
       const res = await page.goto(`${base}/admin`);
       assert.equal(res.status(), 200);
 
@@ -96,7 +84,7 @@ describe("admin console", { timeout: 120_000 }, () => {
       // renders, that row with the number as it came.
       const legacy = { player: "legacy", board: BOARD, reason: "old", until_ms: 9223372036854775807n, at_ms: 1 };
       const legacyJson = JSON.stringify(legacy, (_, v) => (typeof v === "bigint" ? `#${v}#` : v)).replace(/"#(\d+)#"/, "$1");
-      assert.match(await redisCommand(stack.redis.port, "HSET", `lb:{${BOARD}}:bans`, "legacy", legacyJson), /^:1/);
+      assert.match(await redisCommand(env.stack.redis.port, "HSET", `lb:{${BOARD}}:bans`, "legacy", legacyJson), /^:1/);
 
       // Ban from the row (two clicks: arm, confirm): the row disappears, the ban is listed, and
       // the player's next submission is refused.

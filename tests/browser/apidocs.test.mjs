@@ -8,35 +8,24 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import SwaggerParser from "@apidevtools/swagger-parser";
 
-import { REPO, WEB_DIR, get, launchBrowser, newPage, screenshot, startStack, withDiagnostics } from "./harness.mjs";
+import { REPO, WEB_DIR, get, newPage, screenshot, useStackAndBrowser, withDiagnostics } from "./harness.mjs";
 
 const METHODS = ["get", "put", "post", "delete", "patch"];
 
 describe("API page", { timeout: 120_000 }, () => {
-  let stack;
-  let browser;
+  const env = useStackAndBrowser();
   let page;
-  const diag = () => ({ stack, pages: [page] });
-
-  before(async () => {
-    stack = await startStack();
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const diag = () => ({ stack: env.stack, pages: [page] });
 
   /// /docs renders every operation of /openapi.json, with the error responses of one opened,
   /// with no CSP violation, no page error and no request to another origin.
   test("/docs lists the API's operations, offline, under a strict CSP", () =>
     withDiagnostics(diag, async () => {
-      const base = stack.base;
+      const base = env.stack.base;
       const { status, body: spec } = await get(base, "/openapi.json");
       assert.equal(status, 200);
       const want = [];
@@ -45,7 +34,7 @@ describe("API page", { timeout: 120_000 }, () => {
       }
       assert.ok(want.length > 25, `${want.length} operations in the document`);
 
-      page = await newPage(browser, { viewport: { width: 1280, height: 900 } });
+      page = await newPage(env.browser, { viewport: { width: 1280, height: 900 } });
       await page.addInitScript(() => {
         window.cspViolations = [];
         document.addEventListener("securitypolicyviolation", (e) =>
@@ -92,7 +81,7 @@ describe("API page", { timeout: 120_000 }, () => {
   /// generates, is valid OpenAPI 3.1 by @apidevtools/swagger-parser (schema and references).
   test("/openapi.json is valid OpenAPI 3.1", () =>
     withDiagnostics(diag, async () => {
-      const { status, body } = await get(stack.base, "/openapi.json");
+      const { status, body } = await get(env.stack.base, "/openapi.json");
       assert.equal(status, 200);
       assert.equal(body.openapi, "3.1.0");
       const api = await SwaggerParser.validate(structuredClone(body));
@@ -102,7 +91,7 @@ describe("API page", { timeout: 120_000 }, () => {
   /// The AsyncAPI document the server serves is the one in docs/.
   test("/asyncapi.json is docs/asyncapi.json", () =>
     withDiagnostics(diag, async () => {
-      const { status, body } = await get(stack.base, "/asyncapi.json");
+      const { status, body } = await get(env.stack.base, "/asyncapi.json");
       assert.equal(status, 200);
       assert.deepEqual(body, JSON.parse(readFileSync(path.join(REPO, "docs/asyncapi.json"), "utf8")));
       assert.equal(body.asyncapi, "3.0.0");

@@ -4,17 +4,16 @@
 // hello again, re-sends the SAME submission id, and gets `duplicate: true`: counted exactly once.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import {
   admin,
   findMergingMove,
-  launchBrowser,
   newPage,
   playerScore,
   screenshot,
   startProxy,
-  startStack,
+  useStackAndBrowser,
   waitConnState,
   waitFor,
   withDiagnostics,
@@ -23,28 +22,20 @@ import {
 const BOARD = "game-2048";
 
 describe("connection cut during a submission", { timeout: 120_000 }, () => {
-  let stack;
   let proxy;
-  let browser;
+  const env = useStackAndBrowser({
+    afterStart: async ({ stack }) => {
+      proxy = await startProxy(stack.server.port);
+    },
+    beforeStop: () => proxy?.close(),
+  });
   let page;
   const sentSubmits = []; // every submit frame the page sent: {id, points}
-  const diag = () => ({ stack, pages: [page] });
-
-  before(async () => {
-    stack = await startStack();
-    proxy = await startProxy(stack.server.port);
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await proxy?.close();
-    await stack?.stop();
-  });
+  const diag = () => ({ stack: env.stack, pages: [page] });
 
   /** Opens /play through the proxy and signs in as guest-<name>. */
   async function openSignedIn(name) {
-    page = await newPage(browser);
+    page = await newPage(env.browser);
     page.on("websocket", (ws) =>
       ws.on("framesent", ({ payload }) => {
         try {
@@ -75,7 +66,7 @@ describe("connection cut during a submission", { timeout: 120_000 }, () => {
     const dropped = proxy.droppedBytes;
     await submit();
     // Applied on the server (asked directly, not through the proxy) ...
-    await waitFor(async () => (await playerScore(stack.base, BOARD, player)) === expectedScore, {
+    await waitFor(async () => (await playerScore(env.stack.base, BOARD, player)) === expectedScore, {
       what: `${player} at ${expectedScore} on the server`,
     });
     // ... but the page has not heard back: the ack was swallowed.
@@ -116,8 +107,8 @@ describe("connection cut during a submission", { timeout: 120_000 }, () => {
       assert.equal(acks[0].score, gained);
 
       // Counted exactly once: on the server, in the audit log, and on the page.
-      assert.equal(await playerScore(stack.base, BOARD, player), gained);
-      const log = await admin(stack.base, "GET", `/admin/boards/${BOARD}/log?count=100`);
+      assert.equal(await playerScore(env.stack.base, BOARD, player), gained);
+      const log = await admin(env.stack.base, "GET", `/admin/boards/${BOARD}/log?count=100`);
       const mine = JSON.stringify(log).split(sentSubmits[0].id).length - 1;
       assert.equal(mine, 1, `the audit log holds the submission once: ${JSON.stringify(log)}`);
       await page.waitForFunction(
@@ -158,7 +149,7 @@ describe("connection cut during a submission", { timeout: 120_000 }, () => {
       assert.equal(result.ok.score, POINTS);
       assert.equal(sentSubmits.length, 2);
       assert.equal(sentSubmits[0].id, sentSubmits[1].id);
-      assert.equal(await playerScore(stack.base, BOARD, player), POINTS);
+      assert.equal(await playerScore(env.stack.base, BOARD, player), POINTS);
       // The `me` view was resubscribed and shows the one-time score.
       await page.waitForFunction(
         (n) => document.getElementById("board-score").textContent === String(n),

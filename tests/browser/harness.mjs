@@ -14,6 +14,7 @@ import { mkdirSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { after, before } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { chromium } from "playwright-core";
@@ -290,6 +291,27 @@ export async function startStack() {
     },
   };
   return stack;
+}
+
+/**
+ * For a `describe` block: registers the hooks that start a stack (`startStack`) and a browser
+ * before its tests and close the browser, then stop the stack, after them. Returns the object
+ * whose `stack` and `browser` those hooks fill in. `afterStart(env)` runs once both are up;
+ * `beforeStop(env)` after the browser is closed and before the stack stops.
+ */
+export function useStackAndBrowser({ afterStart, beforeStop } = {}) {
+  const env = { stack: undefined, browser: undefined };
+  before(async () => {
+    env.stack = await startStack();
+    env.browser = await launchBrowser();
+    if (afterStart) await afterStart(env);
+  });
+  after(async () => {
+    await env.browser?.close();
+    if (beforeStop) await beforeStop(env);
+    await env.stack?.stop();
+  });
+  return env;
 }
 
 // ---- HTTP helpers ------------------------------------------------------------------------------

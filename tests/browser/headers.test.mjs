@@ -5,36 +5,26 @@
 
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
-import { ADMIN_TOKEN, launchBrowser, newPage, putBoard, startStack, waitConnState, withDiagnostics } from "./harness.mjs";
+import { ADMIN_TOKEN, newPage, putBoard, useStackAndBrowser, waitConnState, withDiagnostics } from "./harness.mjs";
 
 const PAGES = ["/", "/play", "/admin", "/index.html", "/play.html", "/admin.html"];
 
 describe("security headers", { timeout: 120_000 }, () => {
-  let stack;
-  let browser;
   let page;
   let framer;
-  const diag = () => ({ stack, pages: [page] });
-
-  before(async () => {
-    stack = await startStack();
-    browser = await launchBrowser();
-    await putBoard(stack.base, "demo");
+  const env = useStackAndBrowser({
+    afterStart: ({ stack }) => putBoard(stack.base, "demo"),
+    beforeStop: () => new Promise((r) => (framer ? framer.close(r) : r())),
   });
-
-  after(async () => {
-    await browser?.close();
-    await new Promise((r) => (framer ? framer.close(r) : r()));
-    await stack?.stop();
-  });
+  const diag = () => ({ stack: env.stack, pages: [page] });
 
   /// Every page answers with the four headers, and the policy is the strict one: scripts from
   /// this origin only (no 'unsafe-inline', no 'unsafe-eval'), WebAssembly allowed, no framing.
   test("every HTML page carries the security headers", async () => {
     for (const path of PAGES) {
-      const res = await fetch(stack.base + path);
+      const res = await fetch(env.stack.base + path);
       assert.equal(res.status, 200, path);
       assert.match(res.headers.get("content-type"), /^text\/html/, path);
       const csp = res.headers.get("content-security-policy") ?? "";
@@ -61,14 +51,14 @@ describe("security headers", { timeout: 120_000 }, () => {
   test("the pages still work under the policy", async () => {
     await withDiagnostics(diag, async () => {
       for (const path of PAGES) {
-        page = await newPage(browser);
+        page = await newPage(env.browser);
         await page.addInitScript(() => {
           window.__violations = [];
           document.addEventListener("securitypolicyviolation", (e) =>
             window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`),
           );
         });
-        const url = path.startsWith("/play") ? `${stack.base}${path}?board=demo` : `${stack.base}${path}`;
+        const url = path.startsWith("/play") ? `${env.stack.base}${path}?board=demo` : `${env.stack.base}${path}`;
         await page.goto(url);
         if (path.startsWith("/admin")) {
           // The console signs in with fetch, then opens its live connection.
@@ -95,13 +85,13 @@ describe("security headers", { timeout: 120_000 }, () => {
       res.writeHead(200, { "content-type": "text/html" });
       res.end(
         `<!doctype html><title>framing</title>` +
-          `<iframe id="f" src="${stack.base}/admin" onload="document.title='loaded'"></iframe>`,
+          `<iframe id="f" src="${env.stack.base}/admin" onload="document.title='loaded'"></iframe>`,
       );
     });
     await new Promise((r) => framer.listen(0, "127.0.0.1", r));
     const framerUrl = `http://127.0.0.1:${framer.address().port}/`;
     await withDiagnostics(diag, async () => {
-      page = await newPage(browser);
+      page = await newPage(env.browser);
       const adminResponse = page.waitForResponse((r) => r.url().endsWith("/admin"));
       await page.goto(framerUrl);
       // The server did answer the frame's request; the browser then finished the frame.

@@ -2,16 +2,15 @@
 // submitted by another client (admin HTTP) appear live with the right score, rank and highlight.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import {
   addScore,
   get,
-  launchBrowser,
   newPage,
   putBoard,
   screenshot,
-  startStack,
+  useStackAndBrowser,
   waitConnState,
   withDiagnostics,
 } from "./harness.mjs";
@@ -19,20 +18,9 @@ import {
 const BOARD = "demo";
 
 describe("live leaderboard page", { timeout: 120_000 }, () => {
-  let stack;
-  let browser;
+  const env = useStackAndBrowser();
   let page;
-  const diag = () => ({ stack, pages: [page] });
-
-  before(async () => {
-    stack = await startStack();
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const diag = () => ({ stack: env.stack, pages: [page] });
 
   /** The rows of the top table as [{player, rank, score, dataScore, changed}]. */
   const rows = () =>
@@ -63,14 +51,14 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
 
   test("shows the top, then scores from another client appear live", () =>
     withDiagnostics(diag, async () => {
-      const base = stack.base;
+      const base = env.stack.base;
       await putBoard(base, BOARD, { order: "desc", op: "incr" });
       // The article's example, before the page opens.
       await addScore(base, BOARD, "alice", 120);
       await addScore(base, BOARD, "bob", 95);
       await addScore(base, BOARD, "carol", 150);
 
-      page = await newPage(browser);
+      page = await newPage(env.browser);
       const res = await page.goto(`${base}/?board=${BOARD}`);
       assert.equal(res.status(), 200);
       await waitConnState(page, "open");
@@ -139,11 +127,11 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
 
   test("a signed-in player's own row is pinned below the top, and moves up live", () =>
     withDiagnostics(diag, async () => {
-      const base = stack.base;
+      const base = env.stack.base;
       await putBoard(base, "big", {});
       for (let i = 1; i <= 25; i++) await addScore(base, "big", `p${String(i).padStart(2, "0")}`, 1000 + i);
       // Sign in on /play (the token lands in localStorage) and score 1 point there.
-      const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+      const context = await env.browser.newContext({ viewport: { width: 1100, height: 800 } });
       const play = await context.newPage();
       await play.goto(`${base}/play?board=big`);
       await waitConnState(play, "open");
@@ -154,7 +142,7 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       assert.equal(ack.rank, 26);
 
       // The leaderboard page in the same browser profile says hello with that token.
-      page = await newPage(browser, { context });
+      page = await newPage(env.browser, { context });
       await page.goto(`${base}/?board=big`);
       await waitConnState(page, "open");
       await page.waitForFunction(() => document.querySelectorAll("#rows tr[data-player]").length === 20, null, {
@@ -193,10 +181,10 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
   test("phone-sized screen: compact numbers", () =>
     withDiagnostics(diag, async () => {
       // Its own board and player: nothing here depends on an earlier test.
-      await putBoard(stack.base, "phone", {});
-      await addScore(stack.base, "phone", "phil", 1_234_567);
-      const p = await newPage(browser, { viewport: { width: 390, height: 844 } });
-      await p.goto(`${stack.base}/?board=phone`);
+      await putBoard(env.stack.base, "phone", {});
+      await addScore(env.stack.base, "phone", "phil", 1_234_567);
+      const p = await newPage(env.browser, { viewport: { width: 390, height: 844 } });
+      await p.goto(`${env.stack.base}/?board=phone`);
       await waitConnState(p, "open");
       await p.waitForSelector('#rows tr[data-player="phil"]');
       const compact = await p.evaluate(() => import("/sdk/scorecast.js").then((m) => m.formatCompact(1234567)));
@@ -214,8 +202,8 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
 
   test("an unknown board says so", () =>
     withDiagnostics(diag, async () => {
-      const p = await newPage(browser);
-      await p.goto(`${stack.base}/?board=no-such-board`);
+      const p = await newPage(env.browser);
+      await p.goto(`${env.stack.base}/?board=no-such-board`);
       await waitConnState(p, "open");
       await p.waitForFunction(() => {
         const e = document.getElementById("error");

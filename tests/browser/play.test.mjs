@@ -2,18 +2,17 @@
 // keys, every merge submitted over the WebSocket, the ack, the live rank and the neighbours shown.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import {
   addScore,
   findMergingMove,
   get,
-  launchBrowser,
   newPage,
   playerScore,
   putBoard,
   screenshot,
-  startStack,
+  useStackAndBrowser,
   waitConnState,
   waitFor,
   withDiagnostics,
@@ -22,28 +21,17 @@ import {
 const BOARD = "game-2048"; // created by --dev
 
 describe("2048 page", { timeout: 120_000 }, () => {
-  let stack;
-  let browser;
+  const env = useStackAndBrowser();
   let page;
-  const diag = () => ({ stack, pages: [page] });
-
-  before(async () => {
-    stack = await startStack();
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const diag = () => ({ stack: env.stack, pages: [page] });
 
   test("guest login, merges are acked, rank and neighbours shown", () =>
     withDiagnostics(diag, async () => {
-      const base = stack.base;
+      const base = env.stack.base;
       const name = "ann";
       const player = `guest-${name}`;
 
-      page = await newPage(browser);
+      page = await newPage(env.browser);
       // Record every submission's ack the SDK resolves, to add up what the server accepted.
       await page.addInitScript(() => {
         window.__acks = [];
@@ -146,11 +134,11 @@ describe("2048 page", { timeout: 120_000 }, () => {
   test("window.__scorecast.game.move submits exactly the merged points", () =>
     withDiagnostics(diag, async () => {
       // Its own board, page and guest: nothing here depends on an earlier test.
-      const base = stack.base;
+      const base = env.stack.base;
       const board = "moves";
       const player = "guest-cid";
       await putBoard(base, board, {});
-      page = await newPage(browser);
+      page = await newPage(env.browser);
       await page.goto(`${base}/play?board=${board}&seed=5`);
       await waitConnState(page, "open");
       await page.fill("#guest-name", "cid");
@@ -173,9 +161,9 @@ describe("2048 page", { timeout: 120_000 }, () => {
 
   test("?board=<id> plays on that board", () =>
     withDiagnostics(diag, async () => {
-      const base = stack.base;
+      const base = env.stack.base;
       await putBoard(base, "weekend", {});
-      const p = await newPage(browser, { viewport: { width: 390, height: 844 } }); // phone-sized
+      const p = await newPage(env.browser, { viewport: { width: 390, height: 844 } }); // phone-sized
       await p.goto(`${base}/play?board=weekend&seed=11`);
       await waitConnState(p, "open");
       assert.equal(await p.textContent("#board-name"), "weekend");

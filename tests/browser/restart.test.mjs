@@ -3,18 +3,17 @@
 // hello again with its stored token and its merges are acked again.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import {
   addScore,
   findMergingMove,
   get,
-  launchBrowser,
   newPage,
   playerScore,
   putBoard,
   screenshot,
-  startStack,
+  useStackAndBrowser,
   waitConnState,
   waitFor,
   withDiagnostics,
@@ -23,37 +22,26 @@ import {
 const BOARD = "demo";
 
 describe("server restart", { timeout: 120_000 }, () => {
-  let stack;
-  let browser;
+  const env = useStackAndBrowser();
   let board;
   let play;
-  const diag = () => ({ stack, pages: [board, play] });
-
-  before(async () => {
-    stack = await startStack();
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const diag = () => ({ stack: env.stack, pages: [board, play] });
 
   const rowScore = (page, player) =>
     page.evaluate((p) => document.querySelector(`#rows tr[data-player="${p}"] .score`)?.dataset.score ?? null, player);
 
   test("pages reconnect, resubscribe and see scores submitted after the restart", () =>
     withDiagnostics(diag, async () => {
-      const base = stack.base;
+      const base = env.stack.base;
       await putBoard(base, BOARD, {});
       await addScore(base, BOARD, "alice", 100);
 
-      board = await newPage(browser);
+      board = await newPage(env.browser);
       await board.goto(`${base}/?board=${BOARD}`);
       await waitConnState(board, "open");
       await board.waitForSelector('#rows tr[data-player="alice"]');
 
-      play = await newPage(browser);
+      play = await newPage(env.browser);
       await play.goto(`${base}/play?board=${BOARD}&seed=42`);
       await waitConnState(play, "open");
       await play.fill("#guest-name", "rex");
@@ -69,7 +57,7 @@ describe("server restart", { timeout: 120_000 }, () => {
       }
 
       // Kill the server; while it is down, the pages are reconnecting.
-      await stack.restart({
+      await env.stack.restart({
         beforeStart: async () => {
           await waitConnState(board, "reconnecting");
           await waitConnState(play, "reconnecting");
@@ -88,7 +76,7 @@ describe("server restart", { timeout: 120_000 }, () => {
       }
 
       // A score submitted after the restart appears: the `top` view was resubscribed.
-      await addScore(stack.base, BOARD, "bob", 250);
+      await addScore(env.stack.base, BOARD, "bob", 250);
       await board.waitForFunction(
         () => {
           const tr = document.querySelector('#rows tr[data-player="bob"]');
@@ -109,7 +97,7 @@ describe("server restart", { timeout: 120_000 }, () => {
         `+${gained} accepted`,
         { timeout: 10_000 },
       );
-      await waitFor(async () => (await playerScore(stack.base, BOARD, "guest-rex")) === gained, {
+      await waitFor(async () => (await playerScore(env.stack.base, BOARD, "guest-rex")) === gained, {
         what: "guest-rex's score on the server",
       });
       // Its row appears on the leaderboard page too.
@@ -119,7 +107,7 @@ describe("server restart", { timeout: 120_000 }, () => {
         { timeout: 10_000 },
       );
       // And its `me` view was resubscribed: the live rank is the server's.
-      const { body } = await get(stack.base, `/v1/boards/${BOARD}/players/guest-rex`);
+      const { body } = await get(env.stack.base, `/v1/boards/${BOARD}/players/guest-rex`);
       await play.waitForFunction((r) => document.getElementById("my-rank").textContent === `#${r}`, body.rank, {
         timeout: 10_000,
       });

@@ -4,17 +4,16 @@
 // real result. The score is counted exactly once.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import {
   admin,
   findMergingMove,
-  launchBrowser,
   newPage,
   playerScore,
   putBoard,
   screenshot,
-  startStack,
+  useStackAndBrowser,
   waitConnState,
   waitFor,
   withDiagnostics,
@@ -25,31 +24,23 @@ const BOARD = "stall";
 const UNAVAILABLE_ANSWERS = 6;
 
 describe("redis paused under a submission", { timeout: 180_000 }, () => {
-  let stack;
-  let browser;
   let play;
   let paused = false;
-  const diag = () => ({ stack, pages: [play] });
-
-  before(async () => {
-    stack = await startStack();
-    browser = await launchBrowser();
+  const env = useStackAndBrowser({
+    beforeStop: ({ stack }) => {
+      if (paused) stack?.redis.resume();
+    },
   });
-
-  after(async () => {
-    if (paused) stack?.redis.resume();
-    await browser?.close();
-    await stack?.stop();
-  });
+  const diag = () => ({ stack: env.stack, pages: [play] });
 
   /// The game's merge submitted while Redis does not answer is answered `unavailable` several
   /// times, then acknowledged once Redis is back: the promise resolves (the page shows it
   /// accepted), the board has the points once and the log one entry.
   test("the SDK settles `unavailable` by retrying the same id: counted once, not lost", () =>
     withDiagnostics(diag, async () => {
-      const base = stack.base;
+      const base = env.stack.base;
       await putBoard(base, BOARD, { submit_limit: null });
-      play = await newPage(browser);
+      play = await newPage(env.browser);
       await play.goto(`${base}/play?board=${BOARD}&seed=7`);
       await waitConnState(play, "open");
       await play.fill("#guest-name", "stall");
@@ -63,7 +54,7 @@ describe("redis paused under a submission", { timeout: 180_000 }, () => {
       });
       const { dir, gained } = await findMergingMove(play);
 
-      stack.redis.pause();
+      env.stack.redis.pause();
       paused = true;
       await play.evaluate((d) => window.__scorecast.game.move(d), dir);
       // The server times each Redis reply out after 3 s: wait (bounded) until the page has been
@@ -84,7 +75,7 @@ describe("redis paused under a submission", { timeout: 180_000 }, () => {
       assert.doesNotMatch(shown, /unavailable/, shown);
       await screenshot(play, "unavailable-1-paused");
 
-      stack.redis.resume();
+      env.stack.redis.resume();
       paused = false;
       await play.waitForFunction(
         (t) => document.getElementById("last-result").textContent.startsWith(t),

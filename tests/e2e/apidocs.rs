@@ -3,6 +3,7 @@
 
 use reqwest::Method;
 use scorecast_server::clock::Clock;
+use scorecast_server::http::asyncapi::messages_of;
 use scorecast_tests::{spawn_app_with, Resp, TestApp};
 use serde_json::{json, Value};
 
@@ -291,29 +292,6 @@ fn conforms(doc: &Value, schema: &Value, v: &Value, at: &str) {
     }
 }
 
-/// The names of the messages of the operations with this action, and of the replies to the
-/// operations with the other.
-fn directed(doc: &Value, action: &str) -> Vec<String> {
-    let name = |r: &Value| {
-        r["$ref"]
-            .as_str()
-            .unwrap()
-            .rsplit('/')
-            .next()
-            .unwrap()
-            .to_owned()
-    };
-    let mut out = Vec::new();
-    for op in doc["operations"].as_object().unwrap().values() {
-        if op["action"] == action {
-            out.extend(op["messages"].as_array().unwrap().iter().map(name));
-        } else if let Some(reply) = op["reply"]["messages"].as_array() {
-            out.extend(reply.iter().map(name));
-        }
-    }
-    out
-}
-
 /// A real session, every client message sent and most server messages provoked (welcome, ack,
 /// rejected, the three views, pong, error): each frame the server sent is a message
 /// `/asyncapi.json` says the server sends, and conforms to its payload schema; so does each
@@ -322,7 +300,8 @@ fn directed(doc: &Value, action: &str) -> Vec<String> {
 async fn a_real_session_speaks_the_documented_messages() {
     let app = scorecast_tests::spawn_app().await;
     let doc = app.get("/asyncapi.json").await.body;
-    let (sent_by_server, received_by_server) = (directed(&doc, "send"), directed(&doc, "receive"));
+    let (sent_by_server, received_by_server) =
+        (messages_of(&doc, "send"), messages_of(&doc, "receive"));
     app.board("b", json!({})).await;
     app.score("b", "bob", 7).await;
 
@@ -368,7 +347,7 @@ async fn a_real_session_speaks_the_documented_messages() {
     for m in &seen {
         let ty = m["type"].as_str().unwrap();
         assert!(
-            sent_by_server.iter().any(|n| n == ty),
+            sent_by_server.contains(ty),
             "`{ty}` is not documented as sent"
         );
         conforms(&doc, &doc["components"]["messages"][ty]["payload"], m, ty);
@@ -379,7 +358,7 @@ async fn a_real_session_speaks_the_documented_messages() {
     {
         let ty = m["type"].as_str().unwrap();
         assert!(
-            received_by_server.iter().any(|n| n == ty),
+            received_by_server.contains(ty),
             "`{ty}` is not documented as received"
         );
         conforms(&doc, &doc["components"]["messages"][ty]["payload"], m, ty);

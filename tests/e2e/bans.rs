@@ -5,27 +5,13 @@
 
 use reqwest::Method;
 use scorecast_server::clock::Clock;
-use scorecast_server::jobs::{self, Notifier};
-use scorecast_shared::Id;
+use scorecast_server::jobs;
 use scorecast_tests::*;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// 2025-03-10T12:00:00Z.
 const T0: i64 = 1_741_608_000_000;
 const UNTIL: i64 = T0 + 60_000;
-
-struct NoNotify;
-
-impl Notifier for NoNotify {
-    fn notify<'a>(
-        &'a self,
-        _: &'a Id,
-        _: &'a str,
-        _: &'a Value,
-    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
-        Box::pin(async { Ok(0) })
-    }
-}
 
 /// (player, score) of a season's top, or the status when it is not 200.
 async fn top(app: &TestApp, season: &str) -> Result<Vec<(String, i64)>, u16> {
@@ -35,17 +21,7 @@ async fn top(app: &TestApp, season: &str) -> Result<Vec<(String, i64)>, u16> {
     if r.status != 200 {
         return Err(r.status.as_u16());
     }
-    Ok(r.body["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["player"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect())
+    Ok(players(&r.body))
 }
 
 /// Runs every job due now (the rollovers' own jobs too); their (kind, succeeded).
@@ -63,13 +39,7 @@ fn rows(v: &[(&str, i64)]) -> Result<Vec<(String, i64)>, u16> {
 }
 
 async fn rollover(app: &TestApp, season: &str) {
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/b/rollover",
-            json!({ "season": season }),
-        )
-        .await;
+    let r = app.rollover("b", season).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 }
 
@@ -138,13 +108,8 @@ async fn a_ban_spans_every_kept_season_and_its_lift_restores_only_those_still_ke
         Err(404),
         "a dropped season stays gone"
     );
-    let mut c = app.redis_conn().await;
-    let gone: bool = redis::cmd("EXISTS")
-        .arg("lb:{b}:s:all")
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    assert!(!gone, "the dropped season's key came back");
+    let back = app.key_exists("lb:{b}:s:all").await;
+    assert!(!back, "the dropped season's key came back");
 
     let log = app
         .call(

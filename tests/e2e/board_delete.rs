@@ -4,7 +4,6 @@
 //! answered `unknown_board`.
 
 use futures_util::future::join_all;
-use reqwest::Method;
 use scorecast_tests::ws::WsClient;
 use scorecast_tests::*;
 use serde_json::{json, Value};
@@ -52,9 +51,7 @@ async fn deleting_a_board_with_thousands_of_players_leaves_no_key_and_ends_its_v
     let snap = watcher.subscribe("big", "top", json!({"limit": 3})).await;
     assert_eq!(snap["total"], PLAYERS, "{snap}");
 
-    let r = app
-        .call(Method::DELETE, "/admin/boards/big", None, true)
-        .await;
+    let r = app.delete_board("big").await;
     assert!(r.status.is_success(), "{:?}", r.body);
     assert_eq!(keys(&app, "lb:{big}:*").await, Vec::<String>::new());
     let small_after: Vec<_> = app

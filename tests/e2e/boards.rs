@@ -14,20 +14,6 @@ use scorecast_shared::{BoardConfig, Codec, ErrorCode, Order, Reset};
 use scorecast_tests::*;
 use serde_json::{json, Value};
 
-fn players(v: &Value) -> Vec<(String, i64)> {
-    v["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["player"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn ranks(v: &Value) -> Vec<u64> {
     v["entries"]
         .as_array()
@@ -578,13 +564,7 @@ async fn manual_rollover_keeps_past_seasons_readable() {
     let app = spawn_app().await;
     app.board("m", json!({})).await;
     app.score("m", "a", 10).await;
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/m/rollover",
-            json!({"season": "s2"}),
-        )
-        .await;
+    let r = app.rollover("m", "s2").await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["previous_season"], "all");
     app.score("m", "b", 5).await;
@@ -608,13 +588,7 @@ async fn manual_rollover_keeps_past_seasons_readable() {
         })
         .collect();
     assert_eq!(names, [("all".into(), false), ("s2".into(), true)]);
-    let again = app
-        .admin(
-            Method::POST,
-            "/admin/boards/m/rollover",
-            json!({"season": "s2"}),
-        )
-        .await;
+    let again = app.rollover("m", "s2").await;
     assert_eq!(again.code(), "conflict");
     let unknown = app.get("/v1/boards/m/top?season=s9").await;
     assert_eq!(
@@ -622,13 +596,7 @@ async fn manual_rollover_keeps_past_seasons_readable() {
         (404, "unknown_season")
     );
     app.board("cal", json!({"reset": "daily"})).await;
-    let refused = app
-        .admin(
-            Method::POST,
-            "/admin/boards/cal/rollover",
-            json!({"season": "x"}),
-        )
-        .await;
+    let refused = app.rollover("cal", "x").await;
     assert_eq!(refused.code(), "conflict");
 }
 
@@ -669,13 +637,7 @@ async fn daily_seasons_turn_over_exactly_at_midnight_utc() {
         app.get("/v1/boards/d/top?season=2026-02-28").await.code(),
         "unknown_season"
     );
-    let mut c = app.redis_conn().await;
-    let exists: bool = redis::cmd("EXISTS")
-        .arg("lb:{d}:s:2026-02-28")
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    assert!(!exists);
+    assert!(!app.key_exists("lb:{d}:s:2026-02-28").await);
 }
 
 /// Weekly and monthly seasons turn over at the exact instant (UTC), in the submission script:
@@ -1274,15 +1236,7 @@ async fn ops_endpoints() {
     app.score("b", "a", 1).await;
     assert_eq!(app.get("/healthz").await.status, 200);
     assert_eq!(app.get("/readyz").await.status, 200);
-    let metrics = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains("scorecast_submissions_total{outcome=\"ok\"}"),
         "{metrics}"

@@ -541,13 +541,7 @@ async fn seasons_log_removal_and_revocation_work_on_the_cluster() {
     let b = ClusterApp::start(&cluster, |_| {}).await;
     a.board("s", json!({"submit_limit": null})).await;
     a.score("s", "x", 10).await;
-    let r = b
-        .admin(
-            Method::POST,
-            "/admin/boards/s/rollover",
-            json!({"season": "s2"}),
-        )
-        .await;
+    let r = b.rollover("s", "s2").await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["previous_season"], "all");
     a.score("s", "y", 5).await;

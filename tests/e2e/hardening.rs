@@ -48,15 +48,7 @@ fn sign(claims: Value) -> String {
 
 /// `scorecast_redis_errors_total` as `/metrics` shows it.
 pub(crate) async fn redis_errors(app: &TestApp) -> u64 {
-    let text = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics body");
+    let text = app.metrics().await;
     text.lines()
         .find_map(|l| l.strip_prefix("scorecast_redis_errors_total "))
         .and_then(|v| v.trim().parse().ok())
@@ -375,13 +367,7 @@ async fn ids_made_only_of_dots_are_refused() {
         )
         .await;
     assert_eq!(j.code(), "invalid_id", "{:?}", j.body);
-    let s = app
-        .admin(
-            Method::POST,
-            "/admin/boards/b/rollover",
-            json!({"season": "."}),
-        )
-        .await;
+    let s = app.rollover("b", ".").await;
     assert_eq!(s.code(), "invalid_id", "{:?}", s.body);
     let mut c = player_on(&app.ws_url(), &app.token("alice", None), "alice").await;
     let r = c.submit("..", "b", 1).await;

@@ -29,22 +29,8 @@ fn with_keys(s: &mut Settings) {
 }
 
 async fn call(api: &Api, key: Option<&str>, method: &Method, path: &str, body: &Value) -> Resp {
-    let mut req = api.http.request(method.clone(), api.url(path));
-    if let Some(k) = key {
-        req = req.bearer_auth(k);
-    }
-    if !body.is_null() {
-        req = req.json(body);
-    }
-    let res = req.send().await.expect("request");
-    let status = res.status();
-    let headers = res.headers().clone();
-    let text = res.text().await.unwrap_or_default();
-    Resp {
-        status,
-        headers,
-        body: serde_json::from_str(&text).unwrap_or(Value::Null),
-    }
+    let body = (!body.is_null()).then_some(body);
+    api.call_as(key, method.clone(), path, body).await
 }
 
 /// Every `/admin` route: its method, its path template (as the OpenAPI document names it), a

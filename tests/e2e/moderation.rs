@@ -5,10 +5,9 @@
 use redis::AsyncCommands;
 use reqwest::Method;
 use scorecast_server::clock::Clock;
-use scorecast_server::jobs::{self, Notifier};
-use scorecast_shared::Id;
+use scorecast_server::jobs;
 use scorecast_tests::ws::WsClient;
-use scorecast_tests::{spawn_app, spawn_app_with, TestApp};
+use scorecast_tests::{players, spawn_app, spawn_app_with, NoNotify, TestApp};
 use serde_json::{json, Value};
 
 /// 2025-03-10T12:00:00Z.
@@ -26,17 +25,7 @@ async fn lift(app: &TestApp, path: &str) -> scorecast_tests::Resp {
 async fn players_on_top(app: &TestApp, board: &str) -> Vec<(String, i64)> {
     let r = app.get(&format!("/v1/boards/{board}/top?limit=10")).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
-    r.body["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["player"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect()
+    players(&r.body)
 }
 
 async fn score_with_id(
@@ -232,19 +221,6 @@ async fn a_ban_on_every_board_reaches_boards_created_later() {
     assert_eq!(score_with_id(&app, "a2", "eve", 1, "y").await.status, 200);
 }
 
-struct NoNotify;
-
-impl Notifier for NoNotify {
-    fn notify<'a>(
-        &'a self,
-        _: &'a Id,
-        _: &'a str,
-        _: &'a Value,
-    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
-        Box::pin(futures_util::future::ready(Ok(0)))
-    }
-}
-
 /// Runs the job that is due and checks it was a `ban.lift` that succeeded.
 async fn run_due_ban_lift(app: &TestApp) {
     let (job, ok) = jobs::run_next(&app.state, &NoNotify)
@@ -420,12 +396,7 @@ async fn deleting_a_board_leaves_no_key_of_it() {
     ivy.hello(&app.token("ivy", Some("Ivy"))).await;
     assert_eq!(ivy.submit("i-1", "gone", 4).await["type"], "ack");
     app.score("gone", "jan", 9).await;
-    app.admin(
-        Method::POST,
-        "/admin/boards/gone/rollover",
-        json!({"season": "s2"}),
-    )
-    .await;
+    app.rollover("gone", "s2").await;
     app.score("gone", "jan", 2).await;
     ban(&app, "jan", json!({"board": "gone"})).await;
     let mut c = app.redis_conn().await;
@@ -433,9 +404,7 @@ async fn deleting_a_board_leaves_no_key_of_it() {
     assert!(keys.len() >= 8, "{keys:?}");
 
     // Act
-    let r = app
-        .call(Method::DELETE, "/admin/boards/gone", None, true)
-        .await;
+    let r = app.delete_board("gone").await;
 
     // Assert
     assert_eq!(r.status, 204, "{:?}", r.body);
@@ -448,12 +417,7 @@ async fn deleting_a_board_leaves_no_key_of_it() {
         .call(Method::GET, "/admin/boards/gone", None, true)
         .await;
     assert_eq!(info.status, 404);
-    assert_eq!(
-        app.call(Method::DELETE, "/admin/boards/gone", None, true)
-            .await
-            .status,
-        404
-    );
+    assert_eq!(app.delete_board("gone").await.status, 404);
     assert_eq!(players_on_top(&app, "kept").await, vec![("hal".into(), 1)]);
 }
 

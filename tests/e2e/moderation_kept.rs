@@ -10,7 +10,7 @@ use redis::AsyncCommands;
 use reqwest::Method;
 use scorecast_tests::process::ServerProcess;
 use scorecast_tests::{
-    root, spawn_app, start_test_redis, submission, temp_dir, TestApp, ADMIN_TOKEN, TOKEN_SECRET,
+    spawn_app, start_test_redis, submission, temp_dir, NoNotify, TestApp, ADMIN_TOKEN, TOKEN_SECRET,
 };
 use serde_json::{json, Value};
 
@@ -221,18 +221,11 @@ fn bin() -> std::path::PathBuf {
 }
 
 fn start_server(redis_url: &str, tag: &str) -> ServerProcess {
-    let web = root().join("web");
-    ServerProcess::start(
+    ServerProcess::start_on(
         &bin(),
         &temp_dir(tag),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--redis-url",
-            redis_url,
-            "--web-dir",
-            web.to_str().unwrap(),
-        ],
+        redis_url,
+        &[],
         &[
             ("SCORECAST_ADMIN_TOKEN", ADMIN_TOKEN),
             ("SCORECAST_TOKEN_SECRET", TOKEN_SECRET),
@@ -505,19 +498,6 @@ async fn raced_bans_and_lifts_on_every_board_agree_with_the_ban_list() {
     for b in &boards {
         let exists: bool = c.exists(format!("lb:{{{b}}}:bans")).await.unwrap();
         assert!(!exists, "{b} still has a bans hash");
-    }
-}
-
-struct NoNotify;
-
-impl scorecast_server::jobs::Notifier for NoNotify {
-    fn notify<'a>(
-        &'a self,
-        _: &'a scorecast_shared::Id,
-        _: &'a str,
-        _: &'a Value,
-    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
-        Box::pin(futures_util::future::ready(Ok(0)))
     }
 }
 

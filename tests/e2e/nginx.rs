@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use futures_util::SinkExt;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
-use scorecast_tests::process::ServerProcess;
+use scorecast_tests::process::{put_board, ServerProcess};
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{
     player_token, root, start_test_redis, temp_dir, ADMIN_TOKEN, EVENTUALLY, TOKEN_SECRET,
@@ -362,19 +362,13 @@ async fn two_instances_behind_nginx_with_tls() {
     let (ca, cert, key) = make_certificate(&dir);
     let tls = connector(&ca);
     let listen = free_port();
-    let web = root().join("web");
     let origin = format!("https://127.0.0.1:{listen}");
     let start = |tag: &str| {
-        ServerProcess::start(
+        ServerProcess::start_on(
             &scorecast_tests::process::scorecast_bin(env!("CARGO_BIN_EXE_scorecast-e2e")),
             &temp_dir(tag),
+            &redis.url(),
             &[
-                "--listen",
-                "127.0.0.1:0",
-                "--redis-url",
-                &redis.url(),
-                "--web-dir",
-                web.to_str().unwrap(),
                 "--trusted-proxies",
                 "127.0.0.1",
                 "--max-conns-per-addr",
@@ -397,14 +391,7 @@ async fn two_instances_behind_nginx_with_tls() {
         &render_site(listen, [a.port, b.port], &cert, &key),
         listen,
     );
-    let r = reqwest::Client::new()
-        .put(format!("http://127.0.0.1:{}/admin/boards/b", a.port))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"submit_limit": null}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    put_board(a.port, "b").await;
 
     // Pushes cross instances: a subscriber on each instance (directly) sees a submission
     // made through nginx, whichever instance took it.

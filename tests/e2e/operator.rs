@@ -66,15 +66,7 @@ async fn every_dashboard_metric_is_exposed_and_documented() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
 
     // Act
-    let text = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.metrics().await;
 
     // Assert
     let exposed: BTreeSet<String> = text
@@ -222,15 +214,7 @@ async fn http_requests_build_info_and_process_metrics_are_exposed() {
     assert_eq!(app.get("/v1/boards/mb/players/nobody").await.status, 404);
     assert_eq!(app.get("/no-such-route/x").await.status, 404);
 
-    let text = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.metrics().await;
     let value = |series: &str| -> f64 {
         text.lines()
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
@@ -295,28 +279,7 @@ async fn http_requests_build_info_and_process_metrics_are_exposed() {
 
 /// Every command Redis has run so far, summed over `INFO commandstats`.
 async fn redis_commands(app: &scorecast_tests::TestApp) -> u64 {
-    let mut c = app.redis_conn().await;
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    info.lines()
-        .filter_map(|l| {
-            l.split_once(":calls=")?
-                .1
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
-}
-
-async fn scrape(app: &scorecast_tests::TestApp) -> String {
-    let r = app.http.get(app.url("/metrics")).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    r.text().await.unwrap()
+    app.redis_command_counts().await.values().sum()
 }
 
 /// `/metrics` costs Redis O(1) per scrape whatever the number of queues: with 100 queues, the
@@ -346,7 +309,7 @@ async fn metrics_scrapes_cost_redis_nothing_per_queue() {
         .unwrap();
         q.enqueue(job).await.unwrap();
     }
-    let first = scrape(&app).await;
+    let first = app.metrics().await;
     assert!(
         first.contains(r#"scorecast_queue_jobs{queue="scrape-q-099",state="ready"} 1"#),
         "the first scrape shows the queues"
@@ -355,7 +318,7 @@ async fn metrics_scrapes_cost_redis_nothing_per_queue() {
     let zcard_before = app.redis_command_calls("zcard").await;
     let before = redis_commands(&app).await;
     for _ in 0..20 {
-        scrape(&app).await;
+        app.metrics().await;
     }
     let cost = redis_commands(&app).await - before;
     let zcard = app.redis_command_calls("zcard").await - zcard_before;
@@ -385,12 +348,14 @@ async fn cached_queue_gauges_are_refreshed() {
             .unwrap()
     };
     q.enqueue(job("a")).await.unwrap();
-    assert!(scrape(&app)
+    assert!(app
+        .metrics()
         .await
         .contains(r#"scorecast_queue_jobs{queue="fresh-gauges",state="ready"} 1"#));
     q.enqueue(job("b")).await.unwrap();
     let deadline = std::time::Instant::now() + scorecast_tests::EVENTUALLY;
-    while !scrape(&app)
+    while !app
+        .metrics()
         .await
         .contains(r#"scorecast_queue_jobs{queue="fresh-gauges",state="ready"} 2"#)
     {

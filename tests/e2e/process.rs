@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use redis::AsyncCommands;
-use scorecast_tests::process::ServerProcess;
+use scorecast_tests::process::{put_board, ServerProcess};
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{
     hold_redis_busy, player_token, root, start_test_redis, temp_dir, TestRedis, ADMIN_TOKEN,
@@ -26,17 +26,6 @@ fn env() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-async fn put_board(port: u16, board: &str) {
-    let r = reqwest::Client::new()
-        .put(format!("http://127.0.0.1:{port}/admin/boards/{board}"))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"submit_limit": null}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-}
-
 /// SIGTERM while submissions are in flight (read by the server, waiting on a busy Redis): each
 /// one is answered — `ack`, or `rejected` `unavailable` — before its socket closes with 1001,
 /// every socket (a spectator's too) closes with 1001, the process exits 0, and what Redis holds
@@ -46,20 +35,8 @@ async fn sigterm_answers_submissions_in_flight_and_closes_with_1001() {
     const PLAYERS: usize = 3;
     const EACH: usize = 40; // below the session's in-flight bound, so all are read at once
     let redis = start_test_redis();
-    let web = root().join("web");
-    let mut server = ServerProcess::start(
-        &bin(),
-        &temp_dir("sigterm"),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--redis-url",
-            &redis.url(),
-            "--web-dir",
-            web.to_str().unwrap(),
-        ],
-        &env(),
-    );
+    let mut server =
+        ServerProcess::start_on(&bin(), &temp_dir("sigterm"), &redis.url(), &[], &env());
     put_board(server.port, "b").await;
     let url = format!("ws://127.0.0.1:{}/ws", server.port);
     let mut spectator = WsClient::connect(&url).await;
@@ -293,20 +270,7 @@ async fn secrets_never_appear_in_the_logs() {
         .await
         .unwrap();
     let url = format!("redis://:{REDIS_PASSWORD}@127.0.0.1:{}/", redis.port());
-    let web = root().join("web");
-    let mut server = ServerProcess::start(
-        &bin(),
-        &temp_dir("secrets"),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--redis-url",
-            &url,
-            "--web-dir",
-            web.to_str().unwrap(),
-        ],
-        &env(),
-    );
+    let mut server = ServerProcess::start_on(&bin(), &temp_dir("secrets"), &url, &[], &env());
     put_board(server.port, "b").await;
     let http = reqwest::Client::new();
     let wrong = http
@@ -339,22 +303,9 @@ async fn secrets_never_appear_in_the_logs() {
 /// Starts the binary on a fresh Redis with `extra` environment; returns it with its Redis.
 fn start_with(tag: &str, extra: &[(&'static str, &'static str)]) -> (ServerProcess, TestRedis) {
     let redis = start_test_redis();
-    let web = root().join("web");
     let mut vars = env();
     vars.extend_from_slice(extra);
-    let server = ServerProcess::start(
-        &bin(),
-        &temp_dir(tag),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--redis-url",
-            &redis.url(),
-            "--web-dir",
-            web.to_str().unwrap(),
-        ],
-        &vars,
-    );
+    let server = ServerProcess::start_on(&bin(), &temp_dir(tag), &redis.url(), &[], &vars);
     (server, redis)
 }
 
@@ -433,23 +384,11 @@ fn sample(metrics: &str, series: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_websocket_end_is_counted_under_its_cause() {
     let redis = start_test_redis();
-    let web = root().join("web");
     let mut env = env();
     env.push(("SCORECAST_WS__SLOW_CLIENT_MS", "500"));
     env.push(("SCORECAST_WS__COALESCE_MS", "5"));
-    let server = ServerProcess::start(
-        &bin(),
-        &temp_dir("close-causes"),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--redis-url",
-            &redis.url(),
-            "--web-dir",
-            web.to_str().unwrap(),
-        ],
-        &env,
-    );
+    let server =
+        ServerProcess::start_on(&bin(), &temp_dir("close-causes"), &redis.url(), &[], &env);
     let port = server.port;
     let base = format!("http://127.0.0.1:{port}");
     let url = format!("ws://127.0.0.1:{port}/ws");

@@ -350,13 +350,7 @@ async fn manual_rollover_rewards_the_finished_season() {
     for (player, points) in [("ann", 30), ("ben", 20), ("cat", 10)] {
         app.score("cup", player, points).await;
     }
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/cup/rollover",
-            json!({"season": "cup-2"}),
-        )
-        .await;
+    let r = app.rollover("cup", "cup-2").await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 
     let rec = Recorder::default();
@@ -416,22 +410,14 @@ async fn deleting_a_board_stops_its_jobs_and_recreating_it_starts_clean() {
     app.board("cup", cup.clone()).await;
     app.score("cup", "ann", 30).await;
     app.score("cup", "ben", 20).await;
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/cup/rollover",
-            json!({"season": "cup-2"}),
-        )
-        .await;
+    let r = app.rollover("cup", "cup-2").await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
     assert_eq!((job.kind.as_str(), ok), ("season.rollover", true));
     assert_eq!(q.counts().await.unwrap().ready, 2, "two reward jobs queued");
 
     // The board is deleted; one stale reward job runs: nothing of the board comes back.
-    let d = app
-        .call(Method::DELETE, "/admin/boards/cup", None, true)
-        .await;
+    let d = app.delete_board("cup").await;
     assert_eq!(d.status, 204, "{:?}", d.body);
     let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
     assert_eq!((job.kind.as_str(), ok), ("reward.grant", true));
@@ -443,13 +429,7 @@ async fn deleting_a_board_stops_its_jobs_and_recreating_it_starts_clean() {
     app.board("cup", cup).await;
     app.score("cup", "ben", 99).await;
     app.score("cup", "cat", 50).await;
-    let r = app
-        .admin(
-            Method::POST,
-            "/admin/boards/cup/rollover",
-            json!({"season": "cup-2"}),
-        )
-        .await;
+    let r = app.rollover("cup", "cup-2").await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     // The other stale reward (ben, 20) and the new board's jobs all run.
     let mut runs = 0;
@@ -481,9 +461,7 @@ async fn deleting_a_board_stops_its_jobs_and_recreating_it_starts_clean() {
     app.board("day", json!({"reset": "daily", "rewards_top": 1}))
         .await;
     app.score("day", "old", 500).await;
-    let d = app
-        .call(Method::DELETE, "/admin/boards/day", None, true)
-        .await;
+    let d = app.delete_board("day").await;
     assert_eq!(d.status, 204, "{:?}", d.body);
     app.board("day", json!({"reset": "daily", "rewards_top": 1}))
         .await;
@@ -531,7 +509,16 @@ async fn deleting_a_board_stops_its_jobs_and_recreating_it_starts_clean() {
 async fn a_deleted_boards_ban_lift_leaves_the_new_board_alone() {
     let app = manual_app().await;
     let rec = Recorder::default();
-    let ban = |until: i64| json!({"board": "b", "reason": "test", "until_ms": until});
+    let ban = |player: &'static str, until: i64| {
+        let app = &app;
+        async move {
+            let body = json!({"board": "b", "reason": "test", "until_ms": until});
+            let r = app
+                .admin(Method::PUT, &format!("/admin/bans/{player}"), body)
+                .await;
+            assert_eq!(r.status, 200, "{:?}", r.body);
+        }
+    };
     let scores = |player: &'static str| {
         let app = &app;
         async move {
@@ -549,13 +536,8 @@ async fn a_deleted_boards_ban_lift_leaves_the_new_board_alone() {
 
     // A ban on a board that is then deleted: its lift runs on no board and writes nothing.
     app.board("b", json!({})).await;
-    let r = app
-        .admin(Method::PUT, "/admin/bans/gone", ban(first_until))
-        .await;
-    assert_eq!(r.status, 200, "{:?}", r.body);
-    let d = app
-        .call(Method::DELETE, "/admin/boards/b", None, true)
-        .await;
+    ban("gone", first_until).await;
+    let d = app.delete_board("b").await;
     assert_eq!(d.status, 204);
     app.clock.set(first_until);
     let (job, ok) = jobs::run_next(&app.state, &rec).await.unwrap().unwrap();
@@ -567,19 +549,11 @@ async fn a_deleted_boards_ban_lift_leaves_the_new_board_alone() {
     // Again, but the board comes back before the old lift is due, with a longer ban.
     app.clock.set(T0);
     app.board("b", json!({})).await;
-    let r = app
-        .admin(Method::PUT, "/admin/bans/eve", ban(first_until))
-        .await;
-    assert_eq!(r.status, 200, "{:?}", r.body);
-    let d = app
-        .call(Method::DELETE, "/admin/boards/b", None, true)
-        .await;
+    ban("eve", first_until).await;
+    let d = app.delete_board("b").await;
     assert_eq!(d.status, 204);
     app.board("b", json!({})).await;
-    let r = app
-        .admin(Method::PUT, "/admin/bans/eve", ban(second_until))
-        .await;
-    assert_eq!(r.status, 200, "{:?}", r.body);
+    ban("eve", second_until).await;
     assert_eq!(scores("eve").await, 403);
 
     app.clock.set(first_until);

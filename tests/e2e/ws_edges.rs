@@ -107,28 +107,9 @@ async fn the_default_message_limit_is_50_per_second_with_bursts_of_100() {
 /// state but TIME_WAIT/CLOSE: its send queue (bytes the client has not taken), or None when
 /// the server holds no such socket.
 fn server_socket(port: u16, peer: u16) -> Option<u64> {
-    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(table) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        for line in table.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let port_of = |a: &str| {
-                a.rsplit(':')
-                    .next()
-                    .and_then(|p| u16::from_str_radix(p, 16).ok())
-            };
-            if port_of(f[1]) == Some(port)
-                && port_of(f[2]) == Some(peer)
-                && f[3] != "06"
-                && f[3] != "07"
-            {
-                let tx = f[4].split(':').next().unwrap_or("0");
-                return Some(u64::from_str_radix(tx, 16).unwrap_or(0));
-            }
-        }
-    }
-    None
+    server_tcp_sockets(port)
+        .into_iter()
+        .find_map(|(p, queued)| (p == peer).then_some(queued))
 }
 
 /// The stalled-client promise's `slow_client_ms` here, and the margin over it: the check's

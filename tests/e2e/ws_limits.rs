@@ -10,7 +10,7 @@ use reqwest::Method;
 use scorecast_tests::scorecast_server::clock::Clock;
 use scorecast_tests::scorecast_server::config::WsSettings;
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
-use scorecast_tests::{spawn_app_with, TestApp};
+use scorecast_tests::{server_tcp_sockets, spawn_app_with, TestApp};
 use serde_json::json;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::frame::Frame;
@@ -22,30 +22,10 @@ const WITHIN: Duration = Duration::from_secs(20);
 /// Server-side TCP connections (local port `port`) whose peer port is one of `peers`, in any
 /// state but TIME_WAIT/CLOSE: what the kernel still holds for those clients.
 fn server_sockets(port: u16, peers: &HashSet<u16>) -> usize {
-    let mut n = 0;
-    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(table) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        for line in table.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let port_of = |a: &str| {
-                a.rsplit(':')
-                    .next()
-                    .and_then(|p| u16::from_str_radix(p, 16).ok())
-            };
-            let (local, remote, state) = (port_of(f[1]), port_of(f[2]), f[3]);
-            // 06 TIME_WAIT, 07 CLOSE: nothing queued, no descriptor.
-            if local == Some(port)
-                && remote.is_some_and(|r| peers.contains(&r))
-                && state != "06"
-                && state != "07"
-            {
-                n += 1;
-            }
-        }
-    }
-    n
+    server_tcp_sockets(port)
+        .iter()
+        .filter(|(peer, _)| peers.contains(peer))
+        .count()
 }
 
 /// A board whose `top 100` is a few KiB, so a spectator that never reads backs up fast.

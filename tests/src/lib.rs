@@ -141,6 +141,18 @@ pub struct Resp {
 }
 
 impl Resp {
+    /// Reads a response: its status, headers and JSON body (`null` when the body is not JSON).
+    pub async fn read(res: reqwest::Response) -> Resp {
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap_or_default();
+        Resp {
+            status,
+            headers,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        }
+    }
+
     /// The `error.code` of an error body.
     pub fn code(&self) -> &str {
         self.body["error"]["code"].as_str().unwrap_or("")
@@ -168,22 +180,35 @@ impl Api {
 
     /// Sends a request; `admin` adds the admin bearer token.
     pub async fn call(&self, method: Method, path: &str, body: Option<Value>, admin: bool) -> Resp {
+        let bearer = admin.then_some(ADMIN_TOKEN);
+        self.call_as(bearer, method, path, body.as_ref()).await
+    }
+
+    /// Sends a request with this bearer token (none: anonymous) and this JSON body (none: no
+    /// body).
+    pub async fn call_as(
+        &self,
+        bearer: Option<&str>,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Resp {
         let mut req = self.http.request(method, self.url(path));
-        if admin {
-            req = req.bearer_auth(ADMIN_TOKEN);
+        if let Some(token) = bearer {
+            req = req.bearer_auth(token);
         }
         if let Some(b) = body {
-            req = req.json(&b);
+            req = req.json(b);
         }
-        let res = req.send().await.expect("request");
-        let status = res.status();
-        let headers = res.headers().clone();
-        let text = res.text().await.unwrap_or_default();
-        Resp {
-            status,
-            headers,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
-        }
+        Resp::read(req.send().await.expect("request")).await
+    }
+
+    /// The text of `GET /metrics` (no token); panics unless it answers 200.
+    pub async fn metrics(&self) -> String {
+        let res = self.http.get(self.url("/metrics")).send().await;
+        let res = res.expect("GET /metrics");
+        assert_eq!(res.status(), 200, "GET /metrics");
+        res.text().await.expect("the /metrics body")
     }
 
     pub async fn get(&self, path: &str) -> Resp {
@@ -214,6 +239,20 @@ impl Api {
             .await;
         assert_eq!(r.status, 200, "score {board}/{player}: {:?}", r.body);
         r.body
+    }
+
+    /// Deletes the board (`DELETE /admin/boards/{id}`) and returns the answer, whatever it is.
+    pub async fn delete_board(&self, id: &str) -> Resp {
+        let path = format!("/admin/boards/{id}");
+        self.call(Method::DELETE, &path, None, true).await
+    }
+
+    /// Starts season `season` of the board by hand (`POST /admin/boards/{board}/rollover`) and
+    /// returns the answer, whatever it is.
+    pub async fn rollover(&self, board: &str, season: &str) -> Resp {
+        let path = format!("/admin/boards/{board}/rollover");
+        self.admin(Method::POST, &path, json!({ "season": season }))
+            .await
     }
 
     /// A player token signed with the test secret.
@@ -305,6 +344,16 @@ impl TestApp {
         self.second_instance_with(|_| {}).await
     }
 
+    /// Whether Redis holds this key.
+    pub async fn key_exists(&self, key: &str) -> bool {
+        let mut c = self.redis_conn().await;
+        redis::cmd("EXISTS")
+            .arg(key)
+            .query_async(&mut c)
+            .await
+            .unwrap()
+    }
+
     /// One field of Redis `INFO` (e.g. `blocked_clients`), as a number.
     pub async fn redis_info(&self, field: &str) -> i64 {
         let mut c = self.redis_conn().await;
@@ -319,6 +368,12 @@ impl TestApp {
 
     /// How many times Redis has run `command` (lower case), from `INFO commandstats`.
     pub async fn redis_command_calls(&self, command: &str) -> u64 {
+        let counts = self.redis_command_counts().await;
+        counts.get(command).copied().unwrap_or(0)
+    }
+
+    /// How many times Redis has run each command (lower case) so far, from `INFO commandstats`.
+    pub async fn redis_command_counts(&self) -> std::collections::BTreeMap<String, u64> {
         let mut c = self.redis_conn().await;
         let info: String = redis::cmd("INFO")
             .arg("commandstats")
@@ -326,10 +381,12 @@ impl TestApp {
             .await
             .unwrap();
         info.lines()
-            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
+            .filter_map(|l| {
+                let (command, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
+                let calls = rest.split(',').next()?.parse().ok()?;
+                Some((command.to_owned(), calls))
+            })
+            .collect()
     }
 
     /// Waits (bounded) until at least `n` clients are blocked in Redis (BZPOPMIN, BLPOP…):
@@ -372,15 +429,66 @@ impl TestApp {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let res = req.send().await.expect("request");
-        let status = res.status();
-        let headers = res.headers().clone();
-        let text = res.text().await.unwrap_or_default();
-        Resp {
-            status,
-            headers,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        Resp::read(req.send().await.expect("request")).await
+    }
+}
+
+/// The TCP connections of the server listening on loopback port `port`, as the kernel holds
+/// them (`/proc/net/tcp` and `tcp6`), in any state but TIME_WAIT/CLOSE: each one's client
+/// (peer) port and its send queue (bytes the client has not taken).
+pub fn server_tcp_sockets(port: u16) -> Vec<(u16, u64)> {
+    let mut out = Vec::new();
+    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(table) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for line in table.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let port_of = |a: &str| {
+                a.rsplit(':')
+                    .next()
+                    .and_then(|p| u16::from_str_radix(p, 16).ok())
+            };
+            let (local, remote, state) = (port_of(f[1]), port_of(f[2]), f[3]);
+            // 06 TIME_WAIT, 07 CLOSE: nothing queued, no descriptor.
+            if let (Some(local), Some(remote)) = (local, remote) {
+                if local == port && state != "06" && state != "07" {
+                    let tx = f[4].split(':').next().unwrap_or("0");
+                    out.push((remote, u64::from_str_radix(tx, 16).unwrap_or(0)));
+                }
+            }
         }
+    }
+    out
+}
+
+/// The (player, score) pairs of a view's `entries`, in order.
+pub fn players(v: &Value) -> Vec<(String, i64)> {
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["player"].as_str().unwrap().to_owned(),
+                e["score"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A job notifier that delivers nothing (and says so: 0 connections), for tests that run jobs
+/// by hand with `jobs::run_next`.
+pub struct NoNotify;
+
+impl scorecast_server::jobs::Notifier for NoNotify {
+    fn notify<'a>(
+        &'a self,
+        _: &'a Id,
+        _: &'a str,
+        _: &'a Value,
+    ) -> futures_util::future::BoxFuture<'a, scorecast_server::error::AppResult<usize>> {
+        Box::pin(futures_util::future::ready(Ok(0)))
     }
 }
 

@@ -29,6 +29,23 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `scorecast ARGS` in `cwd` with exactly the environment `env` (plus PATH), and
     /// waits for the line that gives its port.
+    /// `start` with the arguments the tests have in common: a port the server picks
+    /// (`--listen 127.0.0.1:0`), `--redis-url redis_url` and the repository's `web/`; then
+    /// `extra`.
+    pub fn start_on(
+        bin: &Path,
+        cwd: &Path,
+        redis_url: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> ServerProcess {
+        let web = crate::root().join("web");
+        let mut args = vec!["--listen", "127.0.0.1:0", "--redis-url", redis_url];
+        args.extend(["--web-dir", web.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        ServerProcess::start(bin, cwd, &args, env)
+    }
+
     pub fn start(bin: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
         let mut cmd = Command::new(bin);
         cmd.args(args)
@@ -138,4 +155,17 @@ impl Drop for ServerProcess {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Creates board `board` (no submit limit) on the server listening on loopback `port`, with
+/// the admin token; panics unless it answers 200.
+pub async fn put_board(port: u16, board: &str) {
+    let r = reqwest::Client::new()
+        .put(format!("http://127.0.0.1:{port}/admin/boards/{board}"))
+        .bearer_auth(crate::ADMIN_TOKEN)
+        .json(&serde_json::json!({"submit_limit": null}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
 }

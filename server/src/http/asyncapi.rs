@@ -3,7 +3,10 @@
 //! crate's message types; `tests/browser/asyncapi.test.mjs` validates it with the AsyncAPI
 //! parser.
 
+use std::collections::BTreeSet;
+
 use actix_web::{get, HttpResponse};
+use serde_json::Value;
 
 /// The document as it is in the repository.
 pub const DOCUMENT: &str = include_str!("../../../docs/asyncapi.json");
@@ -14,6 +17,30 @@ pub async fn asyncapi_json() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
         .body(DOCUMENT)
+}
+
+/// The names of the messages of the operations with this action (`send`: the server sends them;
+/// `receive`: it receives them) in a parsed copy of the document, and of the replies to the
+/// operations with the other action. Its tests and the end-to-end tests use it.
+pub fn messages_of(doc: &Value, action: &str) -> BTreeSet<String> {
+    let name = |r: &Value| {
+        r["$ref"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let mut out = BTreeSet::new();
+    for op in doc["operations"].as_object().unwrap().values() {
+        if op["action"] == action {
+            out.extend(op["messages"].as_array().unwrap().iter().map(name));
+        } else if let Some(reply) = op["reply"]["messages"].as_array() {
+            out.extend(reply.iter().map(name));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -27,7 +54,7 @@ mod tests {
     };
     use serde_json::{json, Value};
 
-    use super::DOCUMENT;
+    use super::{messages_of, DOCUMENT};
     use crate::http::apidoc::ID_PATTERN;
 
     fn doc() -> Value {
@@ -178,29 +205,6 @@ mod tests {
             ServerMsg::Pong,
             ServerMsg::error(ErrorCode::BadRequest, "m"),
         ]
-    }
-
-    /// The names of the messages of the operations with this action (their replies are the
-    /// other side's).
-    fn messages_of(doc: &Value, action: &str) -> BTreeSet<String> {
-        let name = |r: &Value| {
-            r["$ref"]
-                .as_str()
-                .unwrap()
-                .rsplit('/')
-                .next()
-                .unwrap()
-                .to_owned()
-        };
-        let mut out = BTreeSet::new();
-        for op in doc["operations"].as_object().unwrap().values() {
-            if op["action"] == action {
-                out.extend(op["messages"].as_array().unwrap().iter().map(name));
-            } else if let Some(reply) = op["reply"]["messages"].as_array() {
-                out.extend(reply.iter().map(name));
-            }
-        }
-        out
     }
 
     /// Checks one serialized message against its documented payload: the `type` is the
