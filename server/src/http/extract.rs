@@ -34,14 +34,18 @@ impl KeyName {
     }
 }
 
+/// The credential of `Authorization: Bearer <credential>`, if the request has one.
+pub fn bearer(req: &HttpRequest) -> Option<&str> {
+    req.headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
 /// The key a request carries, if it is allowed `needed`.
 fn authorize(req: &HttpRequest, needed: Scope) -> Result<KeyName, AppError> {
     let st = state(req);
-    let presented = req
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+    let presented = bearer(req);
     let Some(key) = presented.and_then(|p| st.keys.find(p)) else {
         return Err(AppError::new(
             ErrorCode::Unauthorized,
@@ -112,12 +116,7 @@ impl FromRequest for PlayerAuth {
 
     fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
         let st = state(req);
-        let presented = req
-            .headers()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        std::future::ready(match presented {
+        std::future::ready(match bearer(req) {
             Some(token) => st.tokens.verify(token).map(PlayerAuth),
             None => Err(AppError::new(
                 ErrorCode::Unauthorized,

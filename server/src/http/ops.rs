@@ -31,11 +31,7 @@ pub async fn readyz(st: web::Data<AppState>) -> HttpResponse {
 #[get("/metrics")]
 pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> HttpResponse {
     if let Some(token) = &st.settings.metrics.token {
-        let presented = req
-            .headers()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
+        let presented = super::extract::bearer(&req);
         // Any key of the ring opens it too: every scope reads (the admin console's charts
         // read it with the console's key).
         let by_key = presented.is_some_and(|p| st.keys.find(p).is_some());
