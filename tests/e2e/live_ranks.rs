@@ -615,8 +615,8 @@ async fn an_around_window_is_derived_from_the_events() {
         nine.hello(&app.token("a9", Some("Nine"))).await["type"],
         "welcome"
     );
-    nine.send_json(json!({"type": "submit", "id": "n1", "board": board, "points": 52}))
-        .await;
+    // Read the stored window only once the submission is applied (its ack).
+    assert_eq!(nine.submit("n1", board, 52).await["type"], "ack");
     let want = stored().await;
     assert_eq!(want[4].0, "a9");
     assert_eq!(want[4].3, "Nine");
