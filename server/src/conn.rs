@@ -1,9 +1,10 @@
 //! The one connection type of the server: a single Redis (`redis://…`, a reconnecting
 //! [`ConnectionManager`]) or a Redis Cluster (`redis+cluster://host1:port1,host2:port2,…`, the
 //! `redis` crate's async cluster client, which routes each command and script by the hash slot
-//! of its first key and follows MOVED/ASK redirections). Store, queues, limiter and revocations
-//! all talk through [`RedisConn`]; [`Dialer`] opens the dedicated connections (blocking queue
-//! waits, the hub's pub/sub) on the same target.
+//! of its first key and follows MOVED/ASK redirections). The URL is parsed once, into a
+//! [`Target`], and that one value decides single node or cluster for everything built on it:
+//! the shared [`RedisConn`] (store, queues, limiter, broker), the [`Dialer`] of dedicated
+//! connections (blocking queue waits) and the broker's pub/sub connections.
 
 use std::time::Duration;
 
@@ -52,10 +53,6 @@ impl Target {
             anyhow::bail!("a {CLUSTER_SCHEME} URL needs at least one host:port");
         }
         Ok(Target::Cluster(seeds))
-    }
-
-    pub fn is_cluster(&self) -> bool {
-        matches!(self, Target::Cluster(_))
     }
 
     /// The node URLs: the one URL, or every seed.
@@ -128,11 +125,11 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
-/// Connects the shared connection to what `url` names.
-pub async fn connect(url: &str) -> anyhow::Result<RedisConn> {
-    let shown = redacted(url);
-    match Target::parse(url)? {
+/// Connects the shared connection to `target`.
+pub async fn connect(target: &Target) -> anyhow::Result<RedisConn> {
+    match target {
         Target::Single(url) => {
+            let shown = redacted(url);
             let client = redis::Client::open(url.as_str())
                 .with_context(|| format!("bad redis url {shown}"))?;
             let cfg = ConnectionManagerConfig::new()
@@ -146,7 +143,12 @@ pub async fn connect(url: &str) -> anyhow::Result<RedisConn> {
             Ok(RedisConn::Single(c))
         }
         Target::Cluster(seeds) => {
-            let client = cluster_client(&seeds, Some(RESPONSE_TIMEOUT))
+            let shown = seeds
+                .iter()
+                .map(|s| redacted(s))
+                .collect::<Vec<_>>()
+                .join(",");
+            let client = cluster_client(seeds, Some(RESPONSE_TIMEOUT))
                 .with_context(|| format!("bad redis cluster url {shown}"))?;
             let c = client
                 .get_async_connection()
@@ -207,10 +209,10 @@ pub enum Dedicated {
 }
 
 impl Dialer {
-    pub fn new(url: &str) -> anyhow::Result<Dialer> {
-        Ok(match Target::parse(url)? {
+    pub fn new(target: &Target) -> anyhow::Result<Dialer> {
+        Ok(match target {
             Target::Single(u) => Dialer::Single(redis::Client::open(u.as_str())?),
-            Target::Cluster(seeds) => Dialer::Cluster(Box::new(cluster_client(&seeds, None)?)),
+            Target::Cluster(seeds) => Dialer::Cluster(Box::new(cluster_client(seeds, None)?)),
         })
     }
 

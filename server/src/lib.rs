@@ -5,6 +5,7 @@
 //! multi-step operations are the scripts in `lua/` (`scripts`), named by `keys`.
 
 pub mod auth;
+pub mod broker;
 pub mod client_addr;
 pub mod clock;
 pub mod config;

@@ -11,9 +11,10 @@ use anyhow::Context;
 use scorecast_shared::Id;
 
 use crate::auth::{KeyRing, Tokens};
+use crate::broker::Broker;
 use crate::clock::Clock;
 use crate::config::{LogFormat, Settings};
-use crate::conn::Dialer;
+use crate::conn::{Dialer, Target};
 use crate::embedded::RedisProcess;
 use crate::hub::Hub;
 use crate::limiter::Limiter;
@@ -79,7 +80,9 @@ impl Application {
                 (p.url(), Some(p))
             }
         };
-        let conn = connect(&url).await?;
+        // The one place the URL is read: single node or cluster, for everything below.
+        let target = Target::parse(&url)?;
+        let conn = connect(&target).await?;
         let store = Store::new(conn.clone(), clock.clone())
             .with_replica_wait(settings.redis.wait_replicas, settings.redis.wait_timeout_ms);
         for (id, cfg) in &settings.boards {
@@ -91,12 +94,17 @@ impl Application {
         // Blocking queue waits open dedicated connections from this client (never the shared one).
         let queues = Queues::new(
             conn.clone(),
-            Dialer::new(&url)?,
+            Dialer::new(&target)?,
             clock.clone(),
             settings.queues.clone(),
         );
-        // The hub's dedicated pub/sub connection comes from the same URL (never the shared one).
-        let hub = Hub::start(&url, store.clone(), &settings)?;
+        // Redis pub/sub (dedicated connections on the same target, never the shared one), feeding
+        // the hub.
+        let hub = Hub::start(
+            Broker::new(&target, conn.clone())?,
+            store.clone(),
+            &settings,
+        );
         // Revocations made through any instance: read once now, then polled.
         let revocations = Revocations::default();
         if let Err(e) = revocations.refresh(&mut conn.clone()).await {

@@ -7,6 +7,7 @@ use chrono::{Datelike, TimeZone, Utc};
 use reqwest::Method;
 use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
+use scorecast_server::conn::Target;
 use scorecast_server::jobs::calendar_season;
 use scorecast_server::limiter::{Algorithm, Limiter, Policy};
 use scorecast_server::store::Read;
@@ -112,7 +113,7 @@ async fn rate_limiter_rejects_after_limit() {
 #[tokio::test]
 async fn rate_limiter_window_slides_with_injected_clock() {
     let redis = start_redis();
-    let conn = scorecast_server::startup::connect(&redis.url())
+    let conn = scorecast_server::startup::connect(&Target::Single(redis.url()))
         .await
         .unwrap();
     let start = 1_700_000_003_700;
@@ -244,7 +245,7 @@ async fn a_race_of_n_requests_against_limit_l_allows_exactly_l() {
 #[tokio::test]
 async fn sliding_log_counts_requests_in_the_same_millisecond() {
     let redis = start_redis();
-    let conn = scorecast_server::startup::connect(&redis.url())
+    let conn = scorecast_server::startup::connect(&Target::Single(redis.url()))
         .await
         .unwrap();
     let limiter = Limiter::new(conn, Clock::manual(5_000));
@@ -1313,7 +1314,7 @@ async fn dev_profile_guest_login() {
 #[tokio::test]
 async fn idle_batchers_retire_and_restart() {
     let redis = start_redis();
-    let conn = scorecast_server::startup::connect(&redis.url())
+    let conn = scorecast_server::startup::connect(&Target::Single(redis.url()))
         .await
         .unwrap();
     let store = scorecast_server::store::Store::new(conn, Clock::Redis)

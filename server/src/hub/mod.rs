@@ -1,8 +1,10 @@
-//! The per-instance hub: who is connected, who watches what, and the Redis pub/sub feed.
+//! The per-instance hub: who is connected, who watches what, and what the pub/sub feed changes.
 //!
 //! One hub per server instance, behind a cloneable [`Hub`] handle whose state is plain maps under
 //! one std `Mutex`, held only for map updates and never across an `.await` (mini-redis's `db.rs`
-//! reasoning): every Redis read happens outside it. Each file has one job:
+//! reasoning): every Redis read happens outside it. Redis pub/sub itself is the broker's
+//! (`crate::broker`): the hub tells it which boards and players it wants and receives its feed.
+//! Each file has one job:
 //!
 //! | file           | what it decides                                                          |
 //! |----------------|--------------------------------------------------------------------------|
@@ -10,8 +12,7 @@
 //! | `members.rs`   | admission per client address, the session and player registry           |
 //! | `outbox.rs`    | a session's bounded outbound queue (the hub offers, the session writes)  |
 //! | `subscribe.rs` | a new view: register, wait for its channel, read and queue the snapshot  |
-//! | `pubsub.rs`    | the dedicated pub/sub connection and which channels it carries           |
-//! | `sharded.rs`   | on a cluster: board events on sharded channels, one connection per master |
+//! | `feed.rs`      | what the hub wants from the broker, and where the broker's feed goes     |
 //! | `events.rs`    | what a board's change event makes dirty                                  |
 //! | `commit.rs`    | this instance's own batches: each submitter's `me` update with its ack   |
 //! | `board.rs`     | one watched board's subscriptions and dirty state                        |
@@ -22,7 +23,7 @@
 //! | `notify.rs`    | `notify` pushes, here and on the other instances                         |
 //!
 //! Ordering: a subscription's messages carry strictly increasing `seq` (anything at or below the
-//! last one sent is dropped). When the pub/sub connection drops and returns, or a read shows
+//! last one sent is dropped). When the broker reports events may have been missed, or a read shows
 //! `seq` going backwards (Redis lost its data), every open view gets a fresh snapshot with
 //! `"resync": true` and its ordering restarts from there. The wire format is in
 //! `docs/protocol.md`; the path of an update through these files in `docs/architecture.md`.
@@ -32,13 +33,12 @@ mod board;
 mod commit;
 pub mod derive;
 mod events;
+mod feed;
 mod members;
 mod notify;
 pub mod outbox;
 mod plan;
-mod pubsub;
 mod render;
-mod sharded;
 mod subscribe;
 mod worker;
 
@@ -52,6 +52,7 @@ use scorecast_shared::Id;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
+use crate::broker::Broker;
 use crate::config::{Settings, WsSettings};
 use crate::store::Store;
 use board::Board;
@@ -71,20 +72,10 @@ pub struct Hub {
 struct Inner {
     state: Mutex<State>,
     store: Store,
-    /// The pub/sub connection's node choices: the one Redis, or every seed of a cluster (a
-    /// cluster carries PUBLISH to every node, so any node will do; the next one is tried after
-    /// a loss, e.g. when the node failed).
-    clients: Vec<redis::Client>,
-    /// On a cluster, board events travel on sharded channels (`sharded.rs`) and the plain
-    /// pub/sub connection carries only `notify` channels.
-    sharded: bool,
+    /// Redis pub/sub: board events and `notify` in, `notify` out.
+    broker: Broker,
     ws: WsSettings,
     max_conns_per_addr: u32,
-    /// Wake the pub/sub tasks (plain, sharded) when the wanted channels changed.
-    channels_changed: Notify,
-    shards_changed: Notify,
-    /// Wakes subscriptions waiting for their channel to be confirmed.
-    confirmed_changed: Notify,
     shutdown: watch::Sender<bool>,
     /// Wakes whoever waits for every session to end (graceful shutdown).
     sessions_changed: Notify,
@@ -99,8 +90,6 @@ struct State {
     boards: HashMap<Id, Board>,
     /// Local sessions of each authenticated player (for `notify`).
     players: HashMap<Id, HashSet<SessionId>>,
-    /// Channels Redis confirmed on the current pub/sub connection.
-    confirmed: HashSet<String>,
     conns: HashMap<IpAddr, u32>,
     next_gen: u64,
 }
@@ -111,26 +100,16 @@ struct SessionEntry {
 }
 
 impl Hub {
-    /// Creates the hub and starts its pub/sub task (on the current Tokio runtime).
-    pub fn start(redis_url: &str, store: Store, settings: &Settings) -> anyhow::Result<Hub> {
-        let target = crate::conn::Target::parse(redis_url)?;
-        let clients = target
-            .urls()
-            .iter()
-            .map(|u| redis::Client::open(u.as_str()))
-            .collect::<Result<Vec<_>, _>>()?;
+    /// Creates the hub and starts `broker` feeding it (on the current Tokio runtime).
+    pub fn start(broker: Broker, store: Store, settings: &Settings) -> Hub {
         let (shutdown, _) = watch::channel(false);
         let hub = Hub {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::default()),
                 store,
-                clients,
-                sharded: target.is_cluster(),
+                broker,
                 ws: settings.ws.clone(),
                 max_conns_per_addr: settings.max_conns_per_addr,
-                channels_changed: Notify::new(),
-                shards_changed: Notify::new(),
-                confirmed_changed: Notify::new(),
                 shutdown,
                 sessions_changed: Notify::new(),
                 next_id: AtomicU64::new(1),
@@ -141,16 +120,11 @@ impl Hub {
         hub.inner
             .store
             .on_commit(Box::new(commit::Commits(Arc::downgrade(&hub.inner))));
-        tokio::spawn(pubsub::run(hub.inner.clone()));
-        if let crate::conn::Target::Cluster(seeds) = &target {
-            // A node's URL: the seeds' scheme and credentials with that node's address.
-            let prefix = match seeds[0].rfind('@') {
-                Some(at) => seeds[0][..=at].to_owned(),
-                None => "redis://".to_owned(),
-            };
-            tokio::spawn(sharded::run(hub.inner.clone(), prefix));
-        }
-        Ok(hub)
+        // Until shutdown, like the sessions' own tasks.
+        hub.inner
+            .broker
+            .start(hub.inner.clone(), hub.inner.shutdown.subscribe());
+        hub
     }
 
     /// Open sessions on this instance.
@@ -218,9 +192,8 @@ impl Inner {
         crate::sync::lock(&self.state)
     }
 
-    /// The wanted channels changed: wakes the pub/sub tasks.
+    /// The wanted boards or players changed: the broker (un)subscribes to match.
     fn wake_subscribers(&self) {
-        self.channels_changed.notify_one();
-        self.shards_changed.notify_one();
+        self.broker.wanted_changed();
     }
 }

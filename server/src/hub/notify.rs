@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use super::{Hub, Inner};
 use crate::error::{AppError, AppResult};
-use crate::keys;
 
 /// What is published on `notify:{<player>}`.
 #[derive(Deserialize, Serialize)]
@@ -53,12 +52,7 @@ impl Inner {
             from: self.instance.clone(),
         })
         .map_err(|e| AppError::bad_request(format!("notify payload: {e}")))?;
-        let mut c = self.store.conn();
-        let n: u64 = redis::cmd("PUBLISH")
-            .arg(keys::notify(player))
-            .arg(body)
-            .query_async(&mut c)
-            .await?;
+        let n = self.broker.publish_notify(player, &body).await?;
         // Our own subscription (if the player is connected here) counts as one receiver.
         let here = u64::from(self.lock().players.contains_key(player));
         Ok(n.saturating_sub(here))

@@ -14,7 +14,6 @@ use super::plan::{self, Want};
 use super::render::render;
 use super::{Inner, SessionId};
 use crate::error::{AppError, AppResult};
-use crate::keys;
 use crate::store::Page;
 
 /// How long a new subscription waits for Redis to confirm its board's channel before taking its
@@ -39,9 +38,7 @@ pub(super) async fn subscribe(
     })?;
     let key = (session, view.kind());
     let gen = register(inner, key, outbox, board, view, player);
-    inner
-        .wait_confirmed(&keys::events(board), SUBSCRIBE_CONFIRM_WAIT)
-        .await;
+    inner.broker.wait_board(board, SUBSCRIBE_CONFIRM_WAIT).await;
     let rows = plan::rows(view);
     let page = inner.store.read(board, None, want.read(rows)).await;
     let sub = Registered {

@@ -747,7 +747,8 @@ async fn phase_redis(
         std::env::temp_dir().join(format!("scorecast-loadgen-{phase}-{}", std::process::id()));
     let redis = RedisProcess::start(&dir, false)?;
     let store = Store::new(
-        scorecast_server::startup::connect(&redis.url()).await?,
+        scorecast_server::startup::connect(&scorecast_server::conn::Target::Single(redis.url()))
+            .await?,
         Clock::Redis,
     );
     store.put_board(&Id::parse(BOARD)?, &unlimited()).await?;
@@ -1011,7 +1012,9 @@ async fn queue_bench(
 ) -> anyhow::Result<()> {
     use scorecast_server::queue::{NewJob, Queues};
 
-    let conn = scorecast_server::startup::connect(&redis.url()).await?;
+    let conn =
+        scorecast_server::startup::connect(&scorecast_server::conn::Target::Single(redis.url()))
+            .await?;
     let queues = Queues::new(
         conn.clone(),
         redis::Client::open(redis.url())?,

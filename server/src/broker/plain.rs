@@ -1,18 +1,18 @@
-//! The hub's dedicated Redis pub/sub connection (never the shared multiplexed one): kept up,
+//! The dedicated plain pub/sub connection (never the shared multiplexed one): kept up,
 //! subscribed to exactly the wanted channels — `ev:{<board>}` of boards with local viewers,
-//! `notify:{<player>}` of players with a local session — and its messages handed to the board
-//! events and notify deliveries. When it comes back after a loss, every view is resynced. On a
-//! cluster it carries only the `notify` channels (plain PUBLISH reaches every node, so any node
-//! will do); board events travel on sharded channels (`sharded.rs`).
+//! `notify:{<player>}` of players with a local session — and its messages fed to the listener.
+//! When it comes back after a loss, the listener gets `Feed::Resync(None)`. On a cluster it
+//! carries only the `notify` channels (plain PUBLISH reaches every node, so any node will do);
+//! board events travel on sharded channels (`sharded.rs`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio::time::Instant;
+use tokio::sync::watch;
 
-use super::Inner;
+use super::{Feed, Listener, Shared};
 use crate::keys::{self, Channel};
 
 /// Reconnection backoff.
@@ -25,9 +25,12 @@ const PING_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a (UN)SUBSCRIBE may take before the connection is considered broken.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Keeps the connection up until the hub shuts down.
-pub(super) async fn run(inner: Arc<Inner>) {
-    let mut shutdown = inner.shutdown.subscribe();
+/// Keeps the connection up until `shutdown`.
+pub(super) async fn run(
+    inner: Arc<Shared>,
+    listener: Arc<dyn Listener>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let mut backoff = BACKOFF_MIN;
     let mut connected_before = false;
     // Which of `inner.clients` to try next: moves on after every failure or loss.
@@ -53,14 +56,15 @@ pub(super) async fn run(inner: Arc<Inner>) {
         };
         backoff = BACKOFF_MIN;
         let (mut sink, mut stream) = ps.split();
-        if sync_channels(&inner, &mut sink, &mut subscribed)
+        if sync_channels(&inner, &*listener, &mut sink, &mut subscribed)
             .await
             .is_ok()
         {
-            if connected_before && !inner.sharded {
+            if connected_before && inner.sharded.is_none() {
                 tracing::info!("pub/sub connection is back; resyncing every view");
                 crate::metrics::PUBSUB_RECONNECTS.inc();
-                inner.resync_all();
+                // Events may have been missed, and `seq` may have restarted.
+                listener.feed(Feed::Resync(None));
             }
             let mut ping = tokio::time::interval(PING_INTERVAL);
             ping.tick().await;
@@ -68,14 +72,15 @@ pub(super) async fn run(inner: Arc<Inner>) {
                 tokio::select! {
                     msg = stream.next() => {
                         let Some(msg) = msg else { break };
+                        let payload = msg.get_payload_bytes();
                         match Channel::parse(msg.get_channel_name()) {
-                            Some(Channel::Events(board)) => inner.on_event(board, msg.get_payload_bytes()),
-                            Some(Channel::Notify(player)) => inner.on_notify(player, msg.get_payload_bytes()),
+                            Some(Channel::Events(board)) => listener.feed(Feed::Board { board, payload }),
+                            Some(Channel::Notify(player)) => listener.feed(Feed::Notify { player, payload }),
                             None => {}
                         }
                     }
-                    _ = inner.channels_changed.notified() => {
-                        if sync_channels(&inner, &mut sink, &mut subscribed).await.is_err() {
+                    _ = inner.plain_changed.notified() => {
+                        if sync_channels(&inner, &*listener, &mut sink, &mut subscribed).await.is_err() {
                             break;
                         }
                     }
@@ -90,9 +95,9 @@ pub(super) async fn run(inner: Arc<Inner>) {
             }
         }
         {
-            let mut st = inner.lock();
+            let mut confirmed = inner.confirmed();
             for c in subscribed.drain() {
-                st.confirmed.remove(&c);
+                confirmed.remove(&c);
             }
         }
         node = node.wrapping_add(1);
@@ -104,11 +109,12 @@ pub(super) async fn run(inner: Arc<Inner>) {
 
 /// Subscribes and unsubscribes so the connection carries exactly the wanted channels.
 async fn sync_channels(
-    inner: &Inner,
+    inner: &Shared,
+    listener: &dyn Listener,
     sink: &mut redis::aio::PubSubSink,
     subscribed: &mut HashSet<String>,
 ) -> Result<(), ()> {
-    let wanted = inner.wanted_channels();
+    let wanted = wanted_channels(inner, listener);
     let add: Vec<String> = wanted.difference(subscribed).cloned().collect();
     let remove: Vec<String> = subscribed.difference(&wanted).cloned().collect();
     if !add.is_empty() {
@@ -117,14 +123,14 @@ async fn sync_channels(
             _ => return Err(()),
         }
         subscribed.extend(add.iter().cloned());
-        inner.lock().confirmed.extend(add);
+        inner.confirmed().extend(add);
         inner.confirmed_changed.notify_waiters();
     }
     if !remove.is_empty() {
         {
-            let mut st = inner.lock();
+            let mut confirmed = inner.confirmed();
             for c in &remove {
-                st.confirmed.remove(c);
+                confirmed.remove(c);
             }
         }
         match tokio::time::timeout(COMMAND_TIMEOUT, sink.unsubscribe(&remove)).await {
@@ -138,44 +144,16 @@ async fn sync_channels(
     Ok(())
 }
 
-impl Inner {
-    /// The channels this instance needs here: on a cluster, only the `notify` ones.
-    fn wanted_channels(&self) -> HashSet<String> {
-        let st = self.lock();
-        let boards = (!self.sharded).then(|| st.boards.keys().map(keys::events));
-        boards
-            .into_iter()
-            .flatten()
-            .chain(st.players.keys().map(keys::notify))
-            .collect()
-    }
-
-    /// Waits until Redis confirmed `channel` on the pub/sub connection (or `within` passed).
-    pub(super) async fn wait_confirmed(&self, channel: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        loop {
-            let changed = self.confirmed_changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if self.lock().confirmed.contains(channel) {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                tracing::debug!(
-                    channel,
-                    "pub/sub confirmation not received; the resync will cover it"
-                );
-                return;
-            }
-        }
-    }
-
-    /// Every open view is re-sent as a fresh snapshot (the pub/sub connection came back):
-    /// events may have been missed, and `seq` may have restarted.
-    fn resync_all(&self) {
-        let mut st = self.lock();
-        for b in st.boards.values_mut() {
-            b.mark_resync();
-        }
-    }
+/// The channels this connection carries: on a cluster, only the `notify` ones.
+fn wanted_channels(inner: &Shared, listener: &dyn Listener) -> HashSet<String> {
+    let wanted = listener.wanted();
+    let boards = inner
+        .sharded
+        .is_none()
+        .then(|| wanted.boards.iter().map(keys::events));
+    boards
+        .into_iter()
+        .flatten()
+        .chain(wanted.players.iter().map(keys::notify))
+        .collect()
 }

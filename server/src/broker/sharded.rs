@@ -5,9 +5,9 @@
 //! when the node's connection drops or stops answering (a failover) or the node says
 //! `sunsubscribe` on its own (its slot moved away): every channel of that node is then
 //! subscribed again where `CLUSTER SLOTS` says its slot lives now, and its board gets a
-//! `resync: true` snapshot once it is (events may have been missed in between).
+//! `Feed::Resync` once it is (events may have been missed in between).
 //!
-//! `notify:{<player>}` channels stay on the plain pub/sub connection of `pubsub.rs`.
+//! `notify:{<player>}` channels stay on the plain pub/sub connection of `plain.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::{PushInfo, PushKind, Value};
-use tokio::sync::mpsc;
+use scorecast_shared::Id;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::Inner;
+use super::{Feed, Listener, Shared};
 use crate::keys::{self, Channel};
 
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -40,7 +41,8 @@ struct Node {
 }
 
 struct Shards {
-    inner: Arc<Inner>,
+    inner: Arc<Shared>,
+    listener: Arc<dyn Listener>,
     /// `redis://[user:password@]`: a node's URL is this, `host:port` and the RESP3 option.
     url_prefix: String,
     /// `(first, last, master address)` of every slot range, from `CLUSTER SLOTS`.
@@ -57,12 +59,17 @@ struct Shards {
     next_generation: u64,
 }
 
-/// Keeps the sharded subscriptions until the hub shuts down.
-pub(super) async fn run(inner: Arc<Inner>, url_prefix: String) {
-    let mut shutdown = inner.shutdown.subscribe();
+/// Keeps the sharded subscriptions until `shutdown`.
+pub(super) async fn run(
+    inner: Arc<Shared>,
+    listener: Arc<dyn Listener>,
+    url_prefix: String,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut sh = Shards {
         inner: inner.clone(),
+        listener,
         url_prefix,
         slots: Vec::new(),
         slots_stale: true,
@@ -128,7 +135,7 @@ impl Shards {
                 if let (Some(Channel::Events(board)), Some(Value::BulkString(payload))) =
                     (channel.and_then(Channel::parse), push.data.get(1))
                 {
-                    self.inner.on_event(board, payload);
+                    self.listener.feed(Feed::Board { board, payload });
                 }
                 false
             }
@@ -159,9 +166,9 @@ impl Shards {
             return;
         };
         crate::metrics::PUBSUB_RECONNECTS.inc();
-        let mut st = self.inner.lock();
+        let mut confirmed = self.inner.confirmed();
         for c in node.channels {
-            st.confirmed.remove(&c);
+            confirmed.remove(&c);
             self.owner.remove(&c);
             self.lost.insert(c);
         }
@@ -190,7 +197,13 @@ impl Shards {
     /// Subscribes and unsubscribes so the nodes carry exactly the wanted channels; false when
     /// some are still missing (retried after a backoff).
     async fn sync(&mut self) -> bool {
-        let wanted = self.inner.wanted_event_channels();
+        let wanted: HashSet<String> = self
+            .listener
+            .wanted()
+            .boards
+            .iter()
+            .map(keys::events)
+            .collect();
         self.lost.retain(|c| wanted.contains(c));
         let remove: Vec<String> = self
             .owner
@@ -269,7 +282,7 @@ impl Shards {
         let Some(addr) = self.owner.remove(channel) else {
             return;
         };
-        self.inner.lock().confirmed.remove(channel);
+        self.inner.confirmed().remove(channel);
         let Some(node) = self.nodes.get_mut(&addr) else {
             return;
         };
@@ -317,7 +330,7 @@ impl Shards {
             anyhow::bail!("{} replies to {} SSUBSCRIBE", replies.len(), channels.len());
         }
         let mut all = true;
-        let mut st = self.inner.lock();
+        let mut taken = Vec::new();
         for (c, reply) in channels.iter().zip(replies) {
             if let Err(e) = reply {
                 tracing::debug!(node = addr, channel = c, error = %e, "SSUBSCRIBE refused");
@@ -326,19 +339,17 @@ impl Shards {
             }
             node.channels.insert(c.clone());
             self.owner.insert(c.clone(), addr.to_owned());
-            st.confirmed.insert(c.clone());
             if self.lost.remove(c) {
                 if let Some(Channel::Events(board)) = Channel::parse(c) {
-                    if let Some(b) = scorecast_shared::Id::parse(board)
-                        .ok()
-                        .and_then(|id| st.boards.get_mut(&id))
-                    {
-                        b.mark_resync();
+                    if let Ok(board) = Id::parse(board) {
+                        self.listener.feed(Feed::Resync(Some(&board)));
                     }
                 }
             }
+            taken.push(c.clone());
         }
-        drop(st);
+        // Confirmed after the resyncs: a view that waited for the channel is covered either way.
+        self.inner.confirmed().extend(taken);
         self.inner.confirmed_changed.notify_waiters();
         Ok(all)
     }
@@ -358,7 +369,7 @@ impl Shards {
 
     /// The master of every slot range, from any node (through the shared cluster connection).
     async fn read_slots(&self) -> anyhow::Result<Vec<(u16, u16, String)>> {
-        let mut c = self.inner.store.conn();
+        let mut c = self.inner.conn.clone();
         let v: Value = tokio::time::timeout(
             COMMAND_TIMEOUT,
             redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut c),
@@ -397,13 +408,6 @@ fn parse_slots(v: Value) -> Option<Vec<(u16, u16, String)>> {
             Some((int(r.first()?)?, int(r.get(1)?)?, format!("{host}:{port}")))
         })
         .collect()
-}
-
-impl Inner {
-    /// The sharded channels this instance needs: one per board with a local viewer.
-    fn wanted_event_channels(&self) -> HashSet<String> {
-        self.lock().boards.keys().map(keys::events).collect()
-    }
 }
 
 #[cfg(test)]
