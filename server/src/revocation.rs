@@ -1,9 +1,10 @@
 //! Token revocation: `POST /admin/players/{player}/revoke` makes every token of that player
 //! issued before now invalid, on every instance.
 //!
-//! The truth is in Redis (`sc:{revoked}`, player → revoked_at_ms, written by `lua/revoke.lua`).
-//! Each instance keeps a copy in memory, so checking a token (at `hello` and before every
-//! submission) costs no round trip: a poller reads `lua/revoked_read.lua` every
+//! The truth is in Redis (`sc:{revoked}`, player → revoked_at_ms, written by `lua/revoke.lua`
+//! through [`Store::revoke_tokens`]). Each instance keeps a copy in memory, so checking a token
+//! (at `hello` and before every submission) costs no round trip: a poller reads
+//! [`Store::revocations_since`] (`lua/revoked_read.lua`) every
 //! `auth.revocation_poll_ms` (default 250) — one GET while nothing changed, the whole set after
 //! a revocation — so a revocation made through any instance holds on all of them well within a
 //! second. Polling rather than pub/sub: a missed message could never be noticed, a missed poll is
@@ -13,13 +14,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
-use redis::Value;
 use scorecast_shared::Id;
 
-use crate::clock::Clock;
-use crate::conn::RedisConn;
 use crate::error::AppResult;
-use crate::{keys, metrics, reply, scripts};
+use crate::metrics;
+use crate::store::{Revoked, Store};
 
 /// What this instance knows of revocations.
 #[derive(Default)]
@@ -81,26 +80,16 @@ impl Revocations {
     }
 
     /// Reads the revocations from Redis if they changed since the last read.
-    pub async fn refresh(&self, conn: &mut RedisConn) -> redis::RedisResult<()> {
+    pub async fn refresh(&self, store: &Store) -> redis::RedisResult<()> {
         // unwrap: the lock is never held across a panic-prone call.
         let seq = self.known.read().unwrap().seq;
-        let answer: Vec<Value> = scripts::REVOKED_READ
-            .key(keys::REVOKED)
-            .key(keys::REVOKED_SEQ)
-            .arg(seq)
-            .invoke_async(conn)
-            .await?;
-        let new_seq = answer.first().and_then(reply::int).unwrap_or(seq);
-        if new_seq == seq {
+        let Some(Revoked {
+            seq: new_seq,
+            mut at,
+        }) = store.revocations_since(seq).await?
+        else {
             return Ok(());
-        }
-        let mut at = HashMap::new();
-        for pair in answer[1..].chunks_exact(2) {
-            let player = reply::text(&pair[0]).and_then(|s| Id::parse(&s).ok());
-            if let (Some(player), Some(ms)) = (player, reply::int(&pair[1])) {
-                at.insert(player, ms);
-            }
-        }
+        };
         // unwrap: the lock is never held across a panic-prone call.
         let mut known = self.known.write().unwrap();
         // Keep what this instance noted meanwhile and the read did not see yet.
@@ -113,7 +102,7 @@ impl Revocations {
     }
 
     /// Polls Redis every `every` until every other handle is gone (the application stopped).
-    pub fn spawn_poller(&self, mut conn: RedisConn, every: Duration) {
+    pub fn spawn_poller(&self, store: Store, every: Duration) {
         let weak: Weak<RwLock<Known>> = Arc::downgrade(&self.known);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
@@ -124,7 +113,7 @@ impl Revocations {
                 tick.tick().await;
                 let Some(known) = weak.upgrade() else { return };
                 let handle = Revocations { known };
-                match handle.refresh(&mut conn).await {
+                match handle.refresh(&store).await {
                     Ok(()) if failing => {
                         failing = false;
                         tracing::info!("revocations readable again");
@@ -141,27 +130,11 @@ impl Revocations {
         });
     }
 
-    /// Revokes every token of `player` issued before now (Redis time, or the test clock).
-    /// `keep_ms`: how long the record must outlive the tokens it covers. Returns revoked_at_ms.
-    pub async fn revoke(
-        &self,
-        conn: &mut RedisConn,
-        clock: &Clock,
-        player: &Id,
-        keep_ms: u64,
-    ) -> AppResult<i64> {
-        let answer: Vec<Value> = scripts::REVOKE
-            .key(keys::REVOKED)
-            .key(keys::REVOKED_SEQ)
-            .arg(player.as_str())
-            .arg(keep_ms)
-            .arg(clock.arg())
-            .invoke_async(conn)
-            .await?;
-        let at = answer
-            .get(1)
-            .and_then(reply::int)
-            .ok_or_else(|| reply::bad("revoke.lua"))?;
+    /// Revokes every token of `player` issued before now (Redis time, or the test clock) and
+    /// notes it here at once. `keep_ms`: how long the record must outlive the tokens it
+    /// covers. Returns revoked_at_ms.
+    pub async fn revoke(&self, store: &Store, player: &Id, keep_ms: u64) -> AppResult<i64> {
+        let at = store.revoke_tokens(player, keep_ms).await?;
         self.note(player, at);
         Ok(at)
     }

@@ -107,11 +107,11 @@ impl Application {
         );
         // Revocations made through any instance: read once now, then polled.
         let revocations = Revocations::default();
-        if let Err(e) = revocations.refresh(&mut conn.clone()).await {
+        if let Err(e) = revocations.refresh(&store).await {
             anyhow::bail!("cannot read token revocations: {e}");
         }
         revocations.spawn_poller(
-            conn.clone(),
+            store.clone(),
             Duration::from_millis(settings.auth.revocation_poll_ms),
         );
         let sandbox = crate::validators::Sandbox::new(settings.validators.limits())

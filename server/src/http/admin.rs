@@ -285,12 +285,7 @@ pub async fn revoke(
     let revoked_at_ms = st
         .tokens
         .revocations()
-        .revoke(
-            &mut st.store.conn(),
-            st.store.clock(),
-            &player,
-            st.tokens.revocation_keep_ms(),
-        )
+        .revoke(&st.store, &player, st.tokens.revocation_keep_ms())
         .await?;
     tracing::info!(%player, revoked_at_ms, key = %key.0, "tokens revoked");
     st.store

@@ -6,6 +6,7 @@ mod audit;
 mod batch;
 mod log;
 mod moderation;
+mod revocation;
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
+pub use revocation::Revoked;
 
 /// A run a player started on a verified board (`Store::start_run`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -218,11 +220,6 @@ impl Store {
 
     pub fn clock(&self) -> &Clock {
         &self.clock
-    }
-
-    /// The shared multiplexed connection (never for blocking commands).
-    pub fn conn(&self) -> RedisConn {
-        self.conn.clone()
     }
 
     pub async fn ping(&self) -> AppResult<()> {
