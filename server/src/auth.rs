@@ -11,6 +11,7 @@ use scorecast_shared::{ErrorCode, Id};
 use serde::{Deserialize, Serialize};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
+pub use crate::config::{Scope, Secret, ADMIN_TOKEN_NAME, DEFAULT_MAX_TOKEN_LIFETIME_S};
 use crate::error::AppError;
 use crate::revocation::Revocations;
 
@@ -18,36 +19,6 @@ use crate::revocation::Revocations;
 pub const LEEWAY_S: u64 = 30;
 /// Display names are kept short and printable.
 pub const MAX_NAME_CHARS: usize = 64;
-/// The longest a player token may live by default (`auth.max_token_lifetime_s`): 30 days.
-pub const DEFAULT_MAX_TOKEN_LIFETIME_S: u64 = 30 * 86_400;
-
-/// A secret string: `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(s: impl Into<String>) -> Secret {
-        Secret(s.into())
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// 32 random bytes, hex.
-    pub fn generate() -> Secret {
-        let bytes: [u8; 32] = rand::random();
-        Secret(bytes.iter().map(|b| format!("{b:02x}")).collect())
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Claims {
     pub sub: String,
@@ -354,37 +325,6 @@ pub fn clean_name(name: String) -> String {
         .trim()
         .to_owned()
 }
-
-/// What a bearer key may do (`docs/protocol.md`, "HTTP API"). Each scope includes the ones
-/// below it: `admin` > `game_server` > `read`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    /// Reads of boards, logs, bans and queue counts; nothing that writes.
-    Read,
-    /// A game's own server: mint player tokens, submit scores for players, and read.
-    GameServer,
-    /// Everything.
-    Admin,
-}
-
-impl Scope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Read => "read",
-            Scope::GameServer => "game_server",
-            Scope::Admin => "admin",
-        }
-    }
-
-    /// Whether a key of this scope may do what needs `needed`.
-    pub fn allows(self, needed: Scope) -> bool {
-        self >= needed
-    }
-}
-
-/// The name the single admin token (`admin_token`) goes by in the audit log.
-pub const ADMIN_TOKEN_NAME: &str = "admin";
 
 /// A configured bearer key: its name (what the audit log records), scope, and the SHA-256
 /// digest of its secret (the secret itself is not kept).

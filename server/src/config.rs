@@ -4,6 +4,7 @@
 //! reads its own `SCORECAST_*` variable).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,9 +17,7 @@ use figment::Figment;
 use scorecast_shared::{BoardConfig, Id};
 use serde::{Deserialize, Serialize};
 
-use crate::auth::{Scope, Secret};
 use crate::client_addr::{ForwardedHeader, ProxyNet, TrustedProxies};
-use crate::limiter::{Algorithm, Policy};
 
 #[derive(Parser, Debug, Default, Serialize)]
 #[command(
@@ -165,7 +164,7 @@ pub struct AuthSettings {
 impl Default for AuthSettings {
     fn default() -> Self {
         AuthSettings {
-            max_token_lifetime_s: crate::auth::DEFAULT_MAX_TOKEN_LIFETIME_S,
+            max_token_lifetime_s: DEFAULT_MAX_TOKEN_LIFETIME_S,
             revocation_poll_ms: 250,
         }
     }
@@ -449,7 +448,7 @@ impl Settings {
         let mut secrets = vec![self.admin_token.as_ref().map(Secret::expose)];
         for (name, key) in &self.keys {
             Id::parse(name).with_context(|| format!("key name {name:?}"))?;
-            if name == crate::auth::ADMIN_TOKEN_NAME {
+            if name == ADMIN_TOKEN_NAME {
                 bail!("the key name {name:?} is the admin token's; choose another");
             }
             if key.secret.expose().len() < 32 {
@@ -481,6 +480,92 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+// The value types settings are made of. They live here so that this module imports nothing
+// but leaf modules: `auth` and `limiter` use them (and re-export them), never the other way.
+
+/// The longest a player token may live by default (`auth.max_token_lifetime_s`): 30 days.
+pub const DEFAULT_MAX_TOKEN_LIFETIME_S: u64 = 30 * 86_400;
+
+/// A secret string: `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// 32 random bytes, hex.
+    pub fn generate() -> Secret {
+        let bytes: [u8; 32] = rand::random();
+        Secret(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// What a bearer key may do (`docs/protocol.md`, "HTTP API"). Each scope includes the ones
+/// below it: `admin` > `game_server` > `read`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Reads of boards, logs, bans and queue counts; nothing that writes.
+    Read,
+    /// A game's own server: mint player tokens, submit scores for players, and read.
+    GameServer,
+    /// Everything.
+    Admin,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::GameServer => "game_server",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// Whether a key of this scope may do what needs `needed`.
+    pub fn allows(self, needed: Scope) -> bool {
+        self >= needed
+    }
+}
+
+/// The name the single admin token (`admin_token`) goes by in the audit log.
+pub const ADMIN_TOKEN_NAME: &str = "admin";
+
+/// How a rate limit counts (`docs/protocol.md`, "Rate limits").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    /// Exact: one ZSET entry per request in the window.
+    #[default]
+    SlidingLog,
+    /// Token bucket (generic cell rate algorithm): O(1) memory per subject.
+    Gcra,
+}
+
+/// A rate limit, enforced by `limiter`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Names the limiter's keys: `rl:{<name>:<subject>}`.
+    pub name: String,
+    pub algorithm: Algorithm,
+    pub limit: u32,
+    pub window_ms: u64,
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! A test that keeps the module graph of this crate free of cycles: every top-level module
-//! (`hub`, `store`, `ws`, ...) may use the ones below it, never one that uses it back. A cycle
-//! means two modules must change together; this test names it.
+//! Tests that keep the module graph of this crate in layers: every top-level module (`hub`,
+//! `store`, `ws`, ...) may use the ones below it, never one that uses it back (a cycle means two
+//! modules must change together; the test names it). And three rules on top: only the data
+//! layer holds a Redis connection, the hub sends no Redis command (pub/sub is the broker's), and
+//! `config` is a leaf that imports nothing but leaf modules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -15,7 +17,7 @@ fn edges() -> BTreeMap<String, BTreeSet<String>> {
         let rel = f.strip_prefix(&src).expect("under src");
         let first = rel.iter().next().and_then(|c| c.to_str()).expect("a name");
         let module = first.trim_end_matches(".rs").to_owned();
-        if module == "main" || module == "lib" {
+        if module == "main" || module == "lib" || module == "layering" {
             continue;
         }
         let text = std::fs::read_to_string(&f).expect("readable source");
@@ -105,6 +107,95 @@ fn the_module_graph_has_no_cycles() {
             panic!("import cycle: {}", c.join(" -> "));
         }
     }
+}
+
+/// The modules that hold a Redis connection and send commands on it: the store layer (`store`,
+/// `queue`, `limiter`, each owning its keys and scripts), the `broker` (pub/sub), `scripts` (the
+/// Lua texts, picked by connection) and `startup`, which connects.
+const DATA_LAYER: [&str; 6] = ["broker", "limiter", "queue", "scripts", "startup", "store"];
+
+/// Every `.rs` file under `src/<dir>`, with its text.
+fn files_of(dir: &str) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    collect(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("src")
+            .join(dir),
+        &mut files,
+    );
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("readable source");
+            (f, text)
+        })
+        .collect()
+}
+
+/// No module outside the data layer names the connection module, and the store hands out no
+/// connection (none of its public functions returns one).
+#[test]
+fn only_the_data_layer_holds_a_connection() {
+    let graph = edges();
+    let holders: Vec<&String> = graph
+        .iter()
+        .filter(|(m, used)| used.contains("conn") && !DATA_LAYER.contains(&m.as_str()))
+        .map(|(m, _)| m)
+        .collect();
+    assert!(
+        holders.is_empty(),
+        "modules outside the data layer use crate::conn: {holders:?}"
+    );
+    for (f, text) in files_of("store") {
+        for line in text.lines() {
+            assert!(
+                !(line.contains("pub fn") && line.contains("-> RedisConn")),
+                "{} hands out a connection: {line}",
+                f.display()
+            );
+        }
+    }
+}
+
+/// The hub sends no Redis command and holds no connection: every file under `src/hub` is free
+/// of `redis::`, and the broker, which feeds the hub, does not use it back.
+#[test]
+fn the_hub_leaves_redis_to_the_broker() {
+    let hub = files_of("hub");
+    assert!(hub.len() > 5, "the hub's files were found");
+    for (f, text) in hub {
+        assert!(
+            !text.contains("redis::") && !text.contains("use redis"),
+            "{} talks to Redis itself (pub/sub belongs to crate::broker)",
+            f.display()
+        );
+    }
+    let graph = edges();
+    assert!(
+        graph["hub"].contains("broker"),
+        "the scan sees the hub use the broker: {:?}",
+        graph["hub"]
+    );
+    assert!(!graph["hub"].contains("conn"), "{:?}", graph["hub"]);
+    assert!(!graph["broker"].contains("hub"), "{:?}", graph["broker"]);
+}
+
+/// `config` is a leaf: the modules it uses use nothing of this crate themselves (the types that
+/// settings are made of live in `config`, and `auth` and `limiter` import them from it).
+#[test]
+fn config_imports_only_leaf_modules() {
+    let graph = edges();
+    for used in &graph["config"] {
+        let deps = graph.get(used).cloned().unwrap_or_default();
+        assert!(
+            deps.is_empty(),
+            "config uses {used}, which is not a leaf: it uses {deps:?}"
+        );
+    }
+    assert!(
+        graph["auth"].contains("config") && graph["limiter"].contains("config"),
+        "auth and limiter take their value types from config"
+    );
 }
 
 #[test]

@@ -3,32 +3,11 @@
 //! (`lua/gcra.lua`) keeps one key per subject for limits too high for a log. Both read the clock inside the script unless a test
 //! clock is injected. When Redis is unreachable, the caller gets `unavailable` (fail closed).
 
-use serde::{Deserialize, Serialize};
-
 use crate::clock::Clock;
+pub use crate::config::{Algorithm, Policy};
 use crate::conn::RedisConn;
 use crate::error::{AppResult, RateInfo};
 use crate::{keys, scripts};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Algorithm {
-    /// Exact: one ZSET entry per request in the window.
-    #[default]
-    SlidingLog,
-    /// Token bucket (generic cell rate algorithm): O(1) memory per subject.
-    Gcra,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Policy {
-    /// Names the limiter's keys: `rl:{<name>:<subject>}`.
-    pub name: String,
-    pub algorithm: Algorithm,
-    pub limit: u32,
-    pub window_ms: u64,
-}
 
 #[derive(Clone)]
 pub struct Limiter {

@@ -1,6 +1,7 @@
 //! Token revocations in Redis (`sc:{revoked}`, player → revoked_at_ms, and its change counter
 //! `sc:{revoked}:seq`): written by `lua/revoke.lua`, read by `lua/revoked_read.lua`. The
-//! in-memory copy each instance checks tokens against is `crate::revocation`.
+//! in-memory copy each instance checks tokens against is kept by the top-level `revocation`
+//! module.
 
 use std::collections::HashMap;
 
