@@ -171,7 +171,7 @@ pub static SLOW_CLOSES: LazyLock<IntCounterVec> = LazyLock::new(|| {
 pub static PUBSUB_RECONNECTS: LazyLock<IntCounter> = LazyLock::new(|| {
     counter(
         "scorecast_pubsub_reconnects_total",
-        "Times the hub's pub/sub connection came back after a loss (on a cluster, also each lost sharded connection to a master)",
+        "Times the instance's pub/sub connection came back after a loss (on a cluster, also each lost sharded connection to a master)",
     )
 });
 

@@ -4,11 +4,11 @@
 //! after every [`Broker::wanted_changed`]) and receives [`Feed`] items; it never sees a Redis
 //! connection. What the broker owns:
 //!
-//! | file         | what it decides                                                           |
-//! |--------------|---------------------------------------------------------------------------|
-//! | `mod.rs`     | the handle, the confirmed channels, publishing `notify`                   |
-//! | `plain.rs`   | the dedicated plain pub/sub connection: kept up, subscribed to the wanted channels |
-//! | `sharded.rs` | on a cluster: board events on sharded channels, one connection per master, the slot map |
+//! | file         | what it decides                                                        |
+//! |--------------|------------------------------------------------------------------------|
+//! | `mod.rs`     | the handle, the confirmed channels, publishing `notify`                |
+//! | `plain.rs`   | the plain pub/sub connection: kept up, on exactly the wanted channels  |
+//! | `sharded.rs` | on a cluster: sharded board channels per master, and the slot map      |
 //!
 //! On one Redis the plain connection carries `ev:{<board>}` and `notify:{<player>}`. On a
 //! cluster it carries only `notify:{<player>}` (plain PUBLISH reaches every node, so any node
