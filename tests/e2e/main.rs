@@ -5,6 +5,7 @@ mod audit_log;
 mod bans;
 mod board_delete;
 mod boards;
+mod broker;
 mod cluster;
 mod cluster_pubsub;
 mod cors;
