@@ -38,7 +38,7 @@ pub struct Application {
 pub use crate::conn::{connect, redacted};
 
 /// The HTTP/WebSocket worker threads: `configured`, or (0) one per CPU but one, at least one.
-/// The thread that built the application keeps the shared Redis connection and the hub's
+/// The thread that built the application keeps the shared Redis connection and the broker's
 /// pub/sub feed, through which every submission and push passes: on two CPUs a second worker
 /// only adds thread hand-offs (BENCHMARKS.md, "Server CPU per submission").
 pub fn http_workers(configured: usize) -> usize {

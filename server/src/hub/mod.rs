@@ -120,7 +120,7 @@ impl Hub {
         hub.inner
             .store
             .on_commit(Box::new(commit::Commits(Arc::downgrade(&hub.inner))));
-        // Until shutdown, like the sessions' own tasks.
+        // The broker feeds the hub from its own tasks until shutdown starts.
         hub.inner
             .broker
             .start(hub.inner.clone(), hub.inner.shutdown.subscribe());
