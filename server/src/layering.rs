@@ -1,8 +1,8 @@
 //! Tests that keep the module graph of this crate in layers: every top-level module (`hub`,
 //! `store`, `ws`, ...) may use the ones below it, never one that uses it back (a cycle means two
-//! modules must change together; the test names it). And three rules on top: only the data
-//! layer holds a Redis connection, the hub sends no Redis command (pub/sub is the broker's), and
-//! `config` is a leaf that imports nothing but leaf modules.
+//! modules must change together; the test names it). And rules on top: only the data layer
+//! holds a Redis connection and sends Redis commands, the hub has no Redis at all (pub/sub is the
+//! broker's), and `config` is a leaf that imports nothing but leaf modules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -155,6 +155,41 @@ fn only_the_data_layer_holds_a_connection() {
             );
         }
     }
+}
+
+/// Redis commands are sent only by the data layer, `conn` (routing `WAIT`) and `embedded` (the
+/// private redis-server's PING and SHUTDOWN): no other module builds or sends one.
+#[test]
+fn only_the_data_layer_sends_redis_commands() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    collect(&src, &mut files);
+    let senders = [
+        "redis::cmd",
+        "redis::pipe",
+        "query_async",
+        "invoke_async",
+        "AsyncCommands",
+    ];
+    let mut seen = BTreeSet::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).expect("under src");
+        let first = rel.iter().next().and_then(|c| c.to_str()).expect("a name");
+        let module = first.trim_end_matches(".rs");
+        if DATA_LAYER.contains(&module) || ["conn", "embedded", "layering"].contains(&module) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).expect("readable source");
+        for s in senders {
+            if text.contains(s) {
+                seen.insert(format!("{} ({s})", rel.display()));
+            }
+        }
+    }
+    assert!(
+        seen.is_empty(),
+        "Redis commands outside the data layer: {seen:?}"
+    );
 }
 
 /// The hub sends no Redis command and holds no connection: every file under `src/hub` is free
