@@ -275,7 +275,8 @@ async fn ws_run_refusals_have_their_code_and_change_nothing() {
 /// A run lasts `run_ttl_ms` on the server's clock (injected here): once past `expires_ms` a
 /// proof to it is `not_found` and changes nothing, and it no longer counts against
 /// `max_open_runs`, so the player may start another; a run stays open after its proofs
-/// (checkpoints), so proofs alone never free its place.
+/// (checkpoints), so proofs alone never free its place. A `start_run` sent again with its id
+/// answers the same run, even at the limit, and changes nothing.
 #[tokio::test]
 async fn an_expired_run_takes_no_proofs_and_frees_its_place() {
     let app = app(|s| {
@@ -290,8 +291,27 @@ async fn an_expired_run_takes_no_proofs_and_frees_its_place() {
         run["seed"].as_u64().unwrap() as u32,
     );
     assert_eq!(run["expires_ms"].as_i64(), Some(T0 + 60_000), "{run}");
+    // The same request again (an answer lost to a disconnect): the same run, even at the
+    // open-run limit, and nothing changes; a new request is refused by the limit.
+    let before = app.dump().await;
+    app.clock.advance(1_000);
+    assert_eq!(start_run(&mut alice, "r-1", BOARD).await, run);
+    assert_eq!(
+        app.dump().await,
+        before,
+        "a start_run sent again changed Redis"
+    );
+    let a = start_run(&mut alice, "r-1b", BOARD).await;
+    assert_eq!(outcome(&a), ("rejected", "conflict"), "{a}");
+    let mut bob = player(&app, "bob").await;
+    let bobs = start_run(&mut bob, "r-1", BOARD).await;
+    assert_eq!(bobs["type"], "run", "{bobs}");
+    assert_ne!(
+        bobs["run"], run["run"],
+        "another player's request of the same id"
+    );
 
-    app.clock.advance(30_000);
+    app.clock.advance(29_000);
     let (p, s) = play_2048(seed, 20);
     let a = proof(&mut alice, "p-1", BOARD, &id, &p).await;
     assert_eq!((&a["type"], &a["score"]), (&json!("ack"), &json!(s)), "{a}");

@@ -52,8 +52,9 @@
 // definitive answer, so submit() resolves with the real result (an ack, perhaps with
 // `duplicate: true`) and the score is neither lost nor counted twice. Proofs are treated alike:
 // the server's submission id of a proof is its run and its length, so a re-sent proof is a
-// `duplicate`. A startRun whose answer was lost is sent again too; if the first one had
-// started a run, that run stays open (counting against the player's open runs) until it expires.
+// `duplicate`. A startRun whose answer was lost is sent again too, with its id: the server
+// answers the run that id started (the run id is derived from the player and the id), so a
+// retry never opens a second run.
 
 import init, * as wasm from "../pkg/scorecast.js";
 

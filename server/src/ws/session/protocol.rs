@@ -59,6 +59,19 @@ fn submit_shortcut(frame: &str) -> Option<ClientMsg> {
     })
 }
 
+/// The run id of a `start_run` whose id is `request` from `player`: 32 hex digits, like the
+/// HTTP route's, of SHA-256 over both (the player's own requests cannot collide with another's).
+fn ws_run_id(player: &Id, request: &Id) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"scorecast ws run\0")
+        .chain_update(player.as_str())
+        .chain_update(b"\0")
+        .chain_update(request.as_str())
+        .finalize();
+    crate::http::validators::hex(&digest[..16])
+}
+
 /// The answer to the submission `id`: `ack`, or `rejected` with the error's code.
 fn answer(id: Id, result: AppResult<Accepted>) -> ServerMsg {
     match result {
@@ -266,14 +279,18 @@ impl Session {
     }
 
     /// Starts a run of the session's player: `POST /v1/boards/{board}/runs` over the socket.
+    /// The run id is derived from the player and the request's id, so a `start_run` sent again
+    /// (a client that lost the answer to a disconnect) is answered with the same run instead of
+    /// starting another.
     fn start_run(&mut self, id: Id, board: Id) -> Option<InFlight> {
         let player = self.player_for(&id, "start runs")?;
         let state = self.state.clone();
         Some(Box::pin(async move {
             let v = &state.settings.validators;
+            let run = ws_run_id(&player.id, &id);
             let result = state
                 .store
-                .start_run(&board, &player.id, v.run_ttl_ms, v.max_open_runs)
+                .start_run_as(&board, &player.id, run, v.run_ttl_ms, v.max_open_runs)
                 .await;
             Finished::Reply(match result {
                 Ok(r) => ServerMsg::Run {
