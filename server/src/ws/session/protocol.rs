@@ -1,7 +1,7 @@
 //! What a session says: the client messages of protocol v1 (`hello`, `submit`, `start_run`,
 //! `proof`, `subscribe`, `unsubscribe`, `ping`) and their answers. Work that waits for Redis (a
-//! submission, a run, a subscription's snapshot) comes back as an [`InFlight`] future the loop polls, so the session
-//! goes on serving its client meanwhile. The wire format is in `docs/protocol.md`.
+//! submission, a run, a subscription's snapshot) comes back as an [`InFlight`] future the loop
+//! polls, so the session goes on serving its client meanwhile. The wire format is in `docs/protocol.md`.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -236,7 +236,7 @@ impl Session {
 
     /// The session's player, for a message that needs one; otherwise answers the message `id`
     /// with `rejected` `unauthorized` (`what` says what a spectator cannot do).
-    fn player_for(&self, id: &Id, what: &str) -> Option<Player> {
+    fn player_for(&self, id: &Id, what: &str) -> Option<&Player> {
         let refuse = |message: String| {
             self.push(&ServerMsg::Rejected {
                 id: Some(id.to_string()),
@@ -253,7 +253,7 @@ impl Session {
             Some(p) if p.expired(now_s()) => {
                 refuse("the token has expired: send hello with a fresh one".into())
             }
-            Some(p) => Some(p.clone()),
+            Some(p) => Some(p),
         }
     }
 
@@ -283,14 +283,14 @@ impl Session {
     /// (a client that lost the answer to a disconnect) is answered with the same run instead of
     /// starting another.
     fn start_run(&mut self, id: Id, board: Id) -> Option<InFlight> {
-        let player = self.player_for(&id, "start runs")?;
+        let player = self.player_for(&id, "start runs")?.id.clone();
         let state = self.state.clone();
         Some(Box::pin(async move {
             let v = &state.settings.validators;
-            let run = ws_run_id(&player.id, &id);
+            let run = ws_run_id(&player, &id);
             let result = state
                 .store
-                .start_run_as(&board, &player.id, run, v.run_ttl_ms, v.max_open_runs)
+                .start_run_as(&board, &player, run, v.run_ttl_ms, v.max_open_runs)
                 .await;
             Finished::Reply(match result {
                 Ok(r) => ServerMsg::Run {
@@ -309,7 +309,7 @@ impl Session {
     /// A verified submission: `POST /v1/boards/{board}/runs/{run}/proof` over the socket,
     /// answered as a `submit` is (and, like one, holding the player's `me` push for its ack).
     fn proof(&mut self, id: Id, board: Id, run: Id, proof: Vec<u8>) -> Option<InFlight> {
-        let player = self.player_for(&id, "submit")?;
+        let player = self.player_for(&id, "submit")?.clone();
         let state = self.state.clone();
         let submitting = self.member.outbox().submitting();
         Some(Box::pin(async move {
