@@ -204,18 +204,7 @@ export class Scorecast {
   }
 
   submit(board, points) {
-    if (this.state === "closed") return Promise.reject(new ScorecastError("closed", "client is closed"));
-    const id = newSubmissionId();
-    let frame;
-    try {
-      frame = wasm.encodeClientMsg({ type: "submit", id, board, points });
-    } catch (e) {
-      return Promise.reject(new ScorecastError(e.code ?? "bad_request", e.message, { id }));
-    }
-    return new Promise((resolve, reject) => {
-      this._pending.set(id, { frame, board, resolve, reject, tries: 0 });
-      if (this._ready) this._send(frame);
-    });
+    return this._request({ type: "submit", board, points }, (m) => m);
   }
 
   startRun(board) {
@@ -234,7 +223,11 @@ export class Scorecast {
     return this._request({ type: "proof", board, run, proof: toBase64(proofBytes) }, (m) => m);
   }
 
-  /** Sends `msg` with a fresh id, pending (and re-sent as a submission is) until answered. */
+  /**
+   * Sends `msg` with a fresh id; it stays pending until answered (`ack`, `run` or `rejected`
+   * with that id), is re-sent after a reconnect and on `unavailable`, and settles with
+   * `answer(message)` or a ScorecastError.
+   */
   _request(msg, answer) {
     if (this.state === "closed") return Promise.reject(new ScorecastError("closed", "client is closed"));
     const id = newSubmissionId();
