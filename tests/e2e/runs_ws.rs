@@ -61,8 +61,8 @@ fn outcome(v: &Value) -> (&str, &str) {
 /// `start_run` answers `run` with the HTTP answer's fields (kept in Redis as the HTTP route
 /// keeps it); `proof` is answered as a `submit` is, with the score the 2048 validator replays
 /// from the run's seed: a longer proof raises the best, a proof sent again (over the socket
-/// with a new or the same id, or over HTTP) is a duplicate, and spectators of the board see
-/// the score pushed live.
+/// with a new or the same id, or over HTTP) is a duplicate, spectators of the board see the
+/// score pushed live, and the board's log has each checkpoint once.
 #[tokio::test]
 async fn ws_runs_record_the_validators_score() {
     let app = app(|_| {}).await;
@@ -149,6 +149,28 @@ async fn ws_runs_record_the_validators_score() {
             .body["score"],
         s200
     );
+    // The board's log holds each checkpoint once, under the server's submission id.
+    let log = app
+        .call(
+            reqwest::Method::GET,
+            &format!("/admin/boards/{BOARD}/log?player=alice&limit=10"),
+            None,
+            true,
+        )
+        .await;
+    let mut ids: Vec<&str> = log.body["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{:?}", log.body))
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    let mut want = [
+        format!("{id}.{}", p20.len()),
+        format!("{id}.{}", p200.len()),
+    ];
+    want.sort();
+    assert_eq!(ids, want, "{:?}", log.body);
 }
 
 /// Every refusal of `start_run` and `proof` over the WebSocket is answered `rejected` with the
