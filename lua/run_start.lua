@@ -9,8 +9,11 @@
 -- ARGV[6] now_ms override ('' = TIME)
 --
 -- A board without a validator has no runs. A player may hold at most ARGV[5] open runs, so
--- seeds cannot be farmed; expired runs stop counting.
--- Returns {'ok', started_ms, expires_ms} or {'err', code, message}; an error changes nothing.
+-- seeds cannot be farmed; expired runs stop counting. A run id that names an open run of the
+-- same player is the same request again (a WebSocket start_run re-sent with its id): that run is
+-- answered, with its own seed, and nothing changes.
+-- Returns {'ok', started_ms, expires_ms, seed} or {'err', code, message}; an error changes
+-- nothing.
 
 local prefix = string.sub(KEYS[1], 1, -7)
 local raw = redis.call('GET', KEYS[1])
@@ -23,12 +26,17 @@ if type(cfg.validator) ~= 'string' then
 end
 local now = now_ms(ARGV[6])
 local ttl = tonumber(ARGV[4])
+local existing = redis.call('GET', KEYS[2])
+if existing then
+  local run = cjson.decode(existing)
+  if run.player == ARGV[1] and run.expires_ms > now then
+    return {'ok', run.started_ms, run.expires_ms, run.seed}
+  end
+  return {'err', 'conflict', 'run id in use'}
+end
 local open = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
 if open >= tonumber(ARGV[5]) then
   return {'err', 'conflict', ARGV[1] .. ' already has ' .. open .. ' open runs on this board (at most ' .. ARGV[5] .. '); finish or wait for one'}
-end
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'err', 'conflict', 'run id in use'}
 end
 -- Only now that nothing can refuse: drop the expired runs and record the new one.
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', fmt(now))
@@ -36,4 +44,4 @@ local expires = now + ttl
 redis.call('SET', KEYS[2], cjson.encode({player = ARGV[1], seed = tonumber(ARGV[3]), started_ms = now, expires_ms = expires}), 'PX', ttl)
 redis.call('ZADD', KEYS[3], fmt(expires), ARGV[2])
 redis.call('PEXPIRE', KEYS[3], ttl)
-return {'ok', now, expires}
+return {'ok', now, expires, tonumber(ARGV[3])}

@@ -293,7 +293,7 @@ fn conforms(doc: &Value, schema: &Value, v: &Value, at: &str) {
 }
 
 /// A real session, every client message sent and most server messages provoked (welcome, ack,
-/// rejected, the three views, pong, error): each frame the server sent is a message
+/// rejected, the three views, run, pong, error): each frame the server sent is a message
 /// `/asyncapi.json` says the server sends, and conforms to its payload schema; so does each
 /// frame the client sent, as a message the server receives.
 #[tokio::test]
@@ -303,6 +303,8 @@ async fn a_real_session_speaks_the_documented_messages() {
     let (sent_by_server, received_by_server) =
         (messages_of(&doc, "send"), messages_of(&doc, "receive"));
     app.board("b", json!({})).await;
+    app.board("v", json!({"op": "best", "validator": "2048"}))
+        .await;
     app.score("b", "bob", 7).await;
 
     // `try_connect` leaves the spectator `welcome` unread, so it is checked too.
@@ -342,7 +344,16 @@ async fn a_real_session_speaks_the_documented_messages() {
     ws.send_json(unsubscribe.clone()).await;
     ws.send_json(json!({"type": "ping"})).await;
     seen.push(ws.recv_type("pong").await);
-    let sent = [sent, vec![unsubscribe]].concat();
+    // A run on a verified board, and its (empty) proof: answered `run`, then `ack`.
+    let start_run = json!({"type": "start_run", "id": "r-1", "board": "v"});
+    ws.send_json(start_run.clone()).await;
+    let run = ws.recv_type("run").await;
+    let proof = json!({"type": "proof", "id": "p-1", "board": "v", "run": run["run"], "proof": ""});
+    ws.send_json(proof.clone()).await;
+    let ack = ws.answer_to("p-1").await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    seen.extend([run, ack]);
+    let sent = [sent, vec![unsubscribe, start_run, proof]].concat();
 
     for m in &seen {
         let ty = m["type"].as_str().unwrap();

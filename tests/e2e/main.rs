@@ -23,6 +23,7 @@ mod proxies;
 mod queues;
 mod refusals;
 mod revocation;
+mod runs_ws;
 mod seasons_jobs;
 mod submit_path;
 mod validators;

@@ -275,6 +275,20 @@ impl Store {
         max_open: u32,
     ) -> AppResult<Run> {
         let id = uuid::Uuid::new_v4().simple().to_string();
+        self.start_run_as(board, player, id, ttl_ms, max_open).await
+    }
+
+    /// [`Store::start_run`] with the run id chosen by the caller: when `id` already names an
+    /// open run of `player`, that run is returned as it is (the same request again) and
+    /// nothing changes; another player's run, or an expired one, is `conflict`.
+    pub async fn start_run_as(
+        &self,
+        board: &Id,
+        player: &Id,
+        id: String,
+        ttl_ms: u64,
+        max_open: u32,
+    ) -> AppResult<Run> {
         let seed: u32 = rand::random();
         let mut c = self.conn.clone();
         let reply: Value = scripts::RUN_START
@@ -297,7 +311,7 @@ impl Store {
         };
         Ok(Run {
             id,
-            seed,
+            seed: u32::try_from(field(2)?).map_err(|_| reply::bad("run"))?,
             started_ms: field(0)?,
             expires_ms: field(1)?,
         })
