@@ -75,6 +75,15 @@ impl AppState {
         use crate::error::AppError;
         use scorecast_shared::ErrorCode;
 
+        // Checked first, as the HTTP route does while reading the body: an oversize proof is
+        // refused for its size whatever else is wrong with it.
+        let limit = self.settings.validators.proof_bytes;
+        if proof.len() > limit {
+            return Err(AppError::new(
+                ErrorCode::PayloadTooLarge,
+                format!("a proof may be at most {limit} bytes"),
+            ));
+        }
         let cfg = self.store.board(board).await?;
         let Some(name) = cfg.validator.as_deref() else {
             return Err(AppError::bad_request(format!(
@@ -87,6 +96,14 @@ impl AppState {
                 format!("no run {run} on {board} (never started, or expired)"),
             )
         })?;
+        // The record expires with the run in Redis time; this also ends it on the clock the
+        // store runs on (an injected one in tests), as `lua/run_start.lua` counts open runs.
+        if self.store.clock().now_ms() >= r.expires_ms {
+            return Err(AppError::new(
+                ErrorCode::NotFound,
+                format!("no run {run} on {board} (never started, or expired)"),
+            ));
+        }
         if r.player != player.id.as_str() {
             return Err(AppError::new(
                 ErrorCode::Forbidden,

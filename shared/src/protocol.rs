@@ -87,7 +87,45 @@ pub enum ClientMsg {
         board: Id,
         view: ViewKind,
     },
+    /// Starts a run on a verified board (`docs/validators.md`, "Runs"); answered by `run`.
+    StartRun {
+        id: Id,
+        board: Id,
+    },
+    /// A verified submission: the run's proof so far, sent as standard base64 (RFC 4648 §4,
+    /// padded); answered as a `submit` is.
+    Proof {
+        id: Id,
+        board: Id,
+        run: Id,
+        #[serde(serialize_with = "proof_base64")]
+        proof: Vec<u8>,
+    },
     Ping,
+}
+
+fn proof_base64<S: serde::Serializer>(proof: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    use base64::Engine;
+    s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(proof))
+}
+
+/// Reads the `proof` field: a string of standard base64 (with padding) of the proof's bytes.
+pub fn parse_proof(v: Option<&Value>) -> Result<Vec<u8>, (ErrorCode, String)> {
+    use base64::Engine;
+    match v {
+        None | Some(Value::Null) => Err((ErrorCode::BadRequest, missing("proof"))),
+        Some(Value::String(s)) => {
+            base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(|_| {
+                    (
+                        ErrorCode::BadRequest,
+                        "`proof` must be standard base64 (A-Z a-z 0-9 + /, padded with =)".into(),
+                    )
+                })
+        }
+        Some(_) => Err((ErrorCode::BadRequest, wrong_type("proof", "a string"))),
+    }
 }
 
 /// Why a frame could not become a [`ClientMsg`], shaped as the answer the server sends.
@@ -95,7 +133,8 @@ pub enum ClientMsg {
 pub enum ParseError {
     /// Answer with `error`.
     Frame { code: ErrorCode, message: String },
-    /// A `submit` that is wrong: answer with `rejected` carrying `id` as the client sent it.
+    /// A `submit`, `start_run` or `proof` that is wrong: answer with `rejected` carrying `id`
+    /// as the client sent it.
     Submit {
         id: Option<String>,
         code: ErrorCode,
@@ -209,7 +248,7 @@ impl ClientMsg {
                     "`token` must be a string",
                 )),
             },
-            "submit" => {
+            "submit" | "start_run" | "proof" => {
                 let raw_id = obj.get("id").and_then(Value::as_str).map(str::to_owned);
                 let rejected = |(code, message): (ErrorCode, String)| ParseError::Submit {
                     id: raw_id.clone(),
@@ -218,8 +257,23 @@ impl ClientMsg {
                 };
                 let id = parse_id_field(obj, "id").map_err(rejected)?;
                 let board = parse_id_field(obj, "board").map_err(rejected)?;
-                let points = parse_points(obj.get("points")).map_err(rejected)?;
-                Ok(ClientMsg::Submit { id, board, points })
+                match ty.as_str() {
+                    "submit" => {
+                        let points = parse_points(obj.get("points")).map_err(rejected)?;
+                        Ok(ClientMsg::Submit { id, board, points })
+                    }
+                    "start_run" => Ok(ClientMsg::StartRun { id, board }),
+                    _ => {
+                        let run = parse_id_field(obj, "run").map_err(rejected)?;
+                        let proof = parse_proof(obj.get("proof")).map_err(rejected)?;
+                        Ok(ClientMsg::Proof {
+                            id,
+                            board,
+                            run,
+                            proof,
+                        })
+                    }
+                }
             }
             "subscribe" => {
                 let board = parse_id_field(obj, "board").map_err(frame)?;
@@ -431,6 +485,16 @@ pub enum ServerMsg {
         previous_rank: Option<u64>,
         duplicate: bool,
     },
+    /// The answer to `start_run`: the run and the seed its game is played from (the fields of
+    /// `POST /v1/boards/{board}/runs`).
+    Run {
+        id: String,
+        board: String,
+        run: String,
+        seed: u32,
+        started_ms: i64,
+        expires_ms: i64,
+    },
     Rejected {
         id: Option<String>,
         code: ErrorCode,
@@ -521,6 +585,16 @@ impl ServerMsg {
                 rank: o.u64("rank")?,
                 previous_rank: o.opt_u64("previous_rank")?,
                 duplicate: o.bool("duplicate")?,
+            },
+            "run" => ServerMsg::Run {
+                id: o.string("id")?,
+                board: o.string("board")?,
+                run: o.string("run")?,
+                seed: o.req("seed", "a seed (0..2^32)", |v| {
+                    v.as_u64().and_then(|n| u32::try_from(n).ok())
+                })?,
+                started_ms: o.i64("started_ms")?,
+                expires_ms: o.i64("expires_ms")?,
             },
             "rejected" => ServerMsg::Rejected {
                 id: o.opt_string("id")?,
@@ -661,6 +735,152 @@ mod tests {
         }
     }
 
+    /// `start_run` and `proof` read into their messages (the proof decoded from standard
+    /// base64) and write back the same JSON; each wrong field is a `rejected` carrying the id
+    /// as sent, with its code.
+    #[test]
+    fn runs_and_proofs_parse_and_each_bad_field_is_rejected() {
+        let id = |s: &str| Id::parse(s).unwrap();
+        let start = ClientMsg::parse(r#"{"type":"start_run","id":"r-1","board":"game-2048"}"#);
+        assert_eq!(
+            start,
+            Ok(ClientMsg::StartRun {
+                id: id("r-1"),
+                board: id("game-2048")
+            })
+        );
+        // "dWRscg==" is base64 of "udlr"; an empty proof is the empty string.
+        let proof = ClientMsg::parse(
+            r#"{"type":"proof","id":"p-1","board":"game-2048","run":"abc","proof":"dWRscg=="}"#,
+        );
+        let want = ClientMsg::Proof {
+            id: id("p-1"),
+            board: id("game-2048"),
+            run: id("abc"),
+            proof: b"udlr".to_vec(),
+        };
+        assert_eq!(proof, Ok(want.clone()));
+        assert_eq!(
+            want.to_json(),
+            r#"{"type":"proof","id":"p-1","board":"game-2048","run":"abc","proof":"dWRscg=="}"#
+        );
+        let every_byte = ClientMsg::Proof {
+            id: id("p-2"),
+            board: id("b"),
+            run: id("r"),
+            proof: (0..=255).collect(),
+        };
+        for m in [start.unwrap(), every_byte] {
+            assert_eq!(ClientMsg::parse(&m.to_json()), Ok(m));
+        }
+        assert_eq!(
+            ClientMsg::parse(r#"{"type":"proof","id":"p","board":"b","run":"r","proof":""}"#),
+            Ok(ClientMsg::Proof {
+                id: id("p"),
+                board: id("b"),
+                run: id("r"),
+                proof: vec![]
+            })
+        );
+
+        let cases = [
+            (
+                r#"{"type":"start_run","board":"b"}"#,
+                None,
+                ErrorCode::BadRequest,
+                "missing field `id`",
+            ),
+            (
+                r#"{"type":"start_run","id":"a"}"#,
+                Some("a"),
+                ErrorCode::BadRequest,
+                "missing field `board`",
+            ),
+            (
+                r#"{"type":"start_run","id":"a","board":7}"#,
+                Some("a"),
+                ErrorCode::BadRequest,
+                "`board` must be a string",
+            ),
+            (
+                r#"{"type":"start_run","id":"a","board":"b c"}"#,
+                Some("a"),
+                ErrorCode::InvalidId,
+                "`board`",
+            ),
+            (
+                r#"{"type":"start_run","id":"a b","board":"b"}"#,
+                Some("a b"),
+                ErrorCode::InvalidId,
+                "`id`",
+            ),
+            (
+                r#"{"type":"proof","id":"a","board":"b","proof":"dQ=="}"#,
+                Some("a"),
+                ErrorCode::BadRequest,
+                "missing field `run`",
+            ),
+            (
+                r#"{"type":"proof","id":"a","board":"b","run":"r/1","proof":"dQ=="}"#,
+                Some("a"),
+                ErrorCode::InvalidId,
+                "`run`",
+            ),
+            (
+                r#"{"type":"proof","id":"a","board":"b","run":"r"}"#,
+                Some("a"),
+                ErrorCode::BadRequest,
+                "missing field `proof`",
+            ),
+            (
+                r#"{"type":"proof","id":"a","board":"b","run":"r","proof":[117]}"#,
+                Some("a"),
+                ErrorCode::BadRequest,
+                "`proof` must be a string",
+            ),
+            (
+                r#"{"type":"proof","id":"a","board":"b","run":"r","proof":"d*=="}"#,
+                Some("a"),
+                ErrorCode::BadRequest,
+                "base64",
+            ),
+            // Unpadded, URL-safe and whitespace are not the standard alphabet.
+            (
+                r#"{"type":"proof","id":"a","board":"b","run":"r","proof":"dQ"}"#,
+                Some("a"),
+                ErrorCode::BadRequest,
+                "base64",
+            ),
+            (
+                r#"{"type":"proof","id":"a","board":"b","run":"r","proof":"-_8="}"#,
+                Some("a"),
+                ErrorCode::BadRequest,
+                "base64",
+            ),
+            (
+                r#"{"type":"proof","id":"a","board":"b","run":"r","proof":"dWRs cg=="}"#,
+                Some("a"),
+                ErrorCode::BadRequest,
+                "base64",
+            ),
+            (
+                r#"{"type":"proof","board":"b","run":"r","proof":"dQ=="}"#,
+                None,
+                ErrorCode::BadRequest,
+                "missing field `id`",
+            ),
+        ];
+        for (text, want_id, want_code, says) in cases {
+            match ClientMsg::parse(text) {
+                Err(ParseError::Submit { id, code, message }) => {
+                    assert_eq!((id.as_deref(), code), (want_id, want_code), "{text}");
+                    assert!(message.contains(says), "{text}: {message}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn unknown_frames_are_bad_requests() {
         for text in [
@@ -724,6 +944,14 @@ mod tests {
                 rank: 1,
                 previous_rank: None,
                 duplicate: true,
+            },
+            ServerMsg::Run {
+                id: "r-1".into(),
+                board: "game-2048".into(),
+                run: "9f86d081884c7d65".into(),
+                seed: u32::MAX,
+                started_ms: 1_800_000_000_000,
+                expires_ms: 1_800_003_600_000,
             },
             ServerMsg::Rejected {
                 id: None,
@@ -862,6 +1090,10 @@ mod tests {
                 "`protocol` must be a protocol version",
             ),
             (r#"{"type":"notify","kind":"k"}"#, "missing field `payload`"),
+            (
+                r#"{"type":"run","id":"r","board":"b","run":"x","seed":4294967296,"started_ms":1,"expires_ms":2}"#,
+                "`seed` must be a seed (0..2^32)",
+            ),
             (
                 r#"{"type":"ack","id":"c","board":"b","season":"s","score":1,"rank":0,"duplicate":null}"#,
                 "missing field `duplicate`",

@@ -38,6 +38,17 @@ export interface Ack {
   [field: string]: unknown;
 }
 
+/** A run started on a verified board (`startRun`): the game is played from `seed`. */
+export interface Run {
+  /** The run id `submitProof` names. */
+  run: string;
+  /** The seed the game must be played from (0 ≤ seed < 2^32). */
+  seed: number;
+  started_ms: number;
+  /** When the run ends (ms since the epoch): proofs after that are refused `not_found`. */
+  expires_ms: number;
+}
+
 /** A view's snapshot or push (`top`, `around`, or `rank` for "me"). */
 export interface ViewMessage {
   type: "top" | "around" | "rank";
@@ -84,13 +95,21 @@ export class Scorecast {
   readonly url: string;
   readonly state: ConnState;
   readonly player: string | null;
-  /** Submissions sent or queued and not yet answered. */
+  /** Submissions, proofs and run starts sent or queued and not yet answered. */
   readonly pendingCount: number;
 
   /** Authenticates; resolves with the player id. */
   hello(token: string): Promise<string>;
   /** Adds `points`; retried with the same id across reconnects, counted once. */
   submit(board: string, points: number): Promise<Ack>;
+  /** Starts a run on a verified board (one with a validator). */
+  startRun(board: string): Promise<Run>;
+  /**
+   * Submits the run's proof so far (for `2048`, its move log), sent as base64; the server
+   * replays it and records the validator's score. Answered as `submit` is; a proof re-sent
+   * (same run, same length) is a `duplicate`.
+   */
+  submitProof(board: string, run: string, proofBytes: Uint8Array): Promise<Ack>;
   subscribe(board: string, view: View, opts: { limit?: number; radius?: number }, callback: (msg: ViewMessage) => void): Unsubscribe;
   subscribe(board: string, view: View, callback: (msg: ViewMessage) => void): Unsubscribe;
   on(event: "state", fn: (state: ConnState) => void): Unsubscribe;

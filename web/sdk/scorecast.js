@@ -22,6 +22,14 @@
 //   sc.hello(token) -> Promise<player id>           authenticate; rejects (code unauthorized|forbidden)
 //   sc.submit(board, points) -> Promise<ack>        rejects with ScorecastError {code, message, retryAfterMs};
 //       never with `unavailable` (outcome unknown: re-sent with the same id until answered)
+//   sc.startRun(board) -> Promise<{run, seed, started_ms, expires_ms}>
+//       starts a run on a verified board (docs/validators.md): play the game from `seed`.
+//       Rejects (code bad_request: no validator, unknown_board, conflict: too many open runs).
+//   sc.submitProof(board, run, proofBytes /* Uint8Array */) -> Promise<ack>
+//       the run's proof so far (for 2048, its move log); the server replays it and answers as
+//       submit does (the score is the validator's). Rejects as submit does, and with
+//       not_found (no such run, or expired), forbidden (another player's run),
+//       payload_too_large (over the server's proof_bytes), bad_request (the proof is refused).
 //   sc.subscribe(board, "top"|"me"|"around", {limit|radius}?, callback) -> unsubscribe()
 //       callback(msg): the snapshot, then every push (`top`, `around`, or `rank` for "me").
 //       Throws at once (err.code bad_request|invalid_id) on arguments the server would refuse;
@@ -42,7 +50,10 @@
 // time and the submission's outcome is unknown (it may have been applied, or be applied later):
 // the SDK settles it by re-sending the SAME id with backoff (0.5 s → 5 s, jittered) until a
 // definitive answer, so submit() resolves with the real result (an ack, perhaps with
-// `duplicate: true`) and the score is neither lost nor counted twice.
+// `duplicate: true`) and the score is neither lost nor counted twice. Proofs are treated alike:
+// the server's submission id of a proof is its run and its length, so a re-sent proof is a
+// `duplicate`. A startRun whose answer was lost is sent again too; if the first one had
+// started a run, that run stays open (counting against the player's open runs) until it expires.
 
 import init, * as wasm from "../pkg/scorecast.js";
 
@@ -87,6 +98,16 @@ export function newSubmissionId() {
   // randomUUID needs a secure context; getRandomValues works everywhere.
   const bytes = c.getRandomValues(new Uint8Array(16));
   return "s-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Standard base64 (padded) of `bytes`, as the protocol's `proof` field carries it. */
+function toBase64(bytes) {
+  let binary = "";
+  // In slices: `fromCharCode` takes its bytes as arguments, and arguments are limited in number.
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
 }
 
 function defaultUrl() {
@@ -196,7 +217,39 @@ export class Scorecast {
     });
   }
 
-  /** Pending (sent or queued, not yet answered) submissions. */
+  startRun(board) {
+    return this._request({ type: "start_run", board }, (m) => ({
+      run: m.run,
+      seed: m.seed,
+      started_ms: m.started_ms,
+      expires_ms: m.expires_ms,
+    }));
+  }
+
+  submitProof(board, run, proofBytes) {
+    if (!(proofBytes instanceof Uint8Array)) {
+      return Promise.reject(new ScorecastError("bad_request", "the proof must be a Uint8Array"));
+    }
+    return this._request({ type: "proof", board, run, proof: toBase64(proofBytes) }, (m) => m);
+  }
+
+  /** Sends `msg` with a fresh id, pending (and re-sent as a submission is) until answered. */
+  _request(msg, answer) {
+    if (this.state === "closed") return Promise.reject(new ScorecastError("closed", "client is closed"));
+    const id = newSubmissionId();
+    let frame;
+    try {
+      frame = wasm.encodeClientMsg({ ...msg, id });
+    } catch (e) {
+      return Promise.reject(new ScorecastError(e.code ?? "bad_request", e.message, { id }));
+    }
+    return new Promise((resolve, reject) => {
+      this._pending.set(id, { frame, board: msg.board, resolve: (m) => resolve(answer(m)), reject, tries: 0 });
+      if (this._ready) this._send(frame);
+    });
+  }
+
+  /** Pending (sent or queued, not yet answered) submissions, proofs and run starts. */
   get pendingCount() {
     return this._pending.size;
   }
@@ -378,6 +431,7 @@ export class Scorecast {
       case "welcome":
         return this._onWelcome(msg);
       case "ack":
+      case "run":
         return this._onAck(msg);
       case "rejected":
         return this._onRejected(msg);

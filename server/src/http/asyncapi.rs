@@ -71,6 +71,8 @@ mod tests {
         match m {
             ClientMsg::Hello { .. } => "hello",
             ClientMsg::Submit { .. } => "submit",
+            ClientMsg::StartRun { .. } => "start_run",
+            ClientMsg::Proof { .. } => "proof",
             ClientMsg::Subscribe { .. } => "subscribe",
             ClientMsg::Unsubscribe { .. } => "unsubscribe",
             ClientMsg::Ping => "ping",
@@ -82,6 +84,7 @@ mod tests {
         match m {
             ServerMsg::Welcome { .. } => "welcome",
             ServerMsg::Ack { .. } => "ack",
+            ServerMsg::Run { .. } => "run",
             ServerMsg::Rejected { .. } => "rejected",
             ServerMsg::Top { .. } => "top",
             ServerMsg::Rank { .. } => "rank",
@@ -101,6 +104,16 @@ mod tests {
                 id: id("c-1"),
                 board: b.clone(),
                 points: 60,
+            },
+            ClientMsg::StartRun {
+                id: id("r-1"),
+                board: b.clone(),
+            },
+            ClientMsg::Proof {
+                id: id("p-1"),
+                board: b.clone(),
+                run: id("run-1"),
+                proof: b"udlr".to_vec(),
             },
             ClientMsg::Subscribe {
                 board: b.clone(),
@@ -150,6 +163,14 @@ mod tests {
                 rank: 1,
                 previous_rank: None,
                 duplicate: false,
+            },
+            ServerMsg::Run {
+                id: "r-1".into(),
+                board: "b".into(),
+                run: "run-1".into(),
+                seed: 7,
+                started_ms: 1,
+                expires_ms: 2,
             },
             ServerMsg::Rejected {
                 id: Some("c-1".into()),

@@ -1,6 +1,6 @@
-//! What a session says: the client messages of protocol v1 (`hello`, `submit`, `subscribe`,
-//! `unsubscribe`, `ping`) and their answers. Work that waits for Redis (a submission, a
-//! subscription's snapshot) comes back as an [`InFlight`] future the loop polls, so the session
+//! What a session says: the client messages of protocol v1 (`hello`, `submit`, `start_run`,
+//! `proof`, `subscribe`, `unsubscribe`, `ping`) and their answers. Work that waits for Redis (a
+//! submission, a run, a subscription's snapshot) comes back as an [`InFlight`] future the loop polls, so the session
 //! goes on serving its client meanwhile. The wire format is in `docs/protocol.md`.
 
 use std::collections::HashMap;
@@ -13,9 +13,10 @@ use scorecast_shared::protocol::{ParseError, ViewKind};
 use scorecast_shared::{ClientMsg, ErrorCode, Id, ServerMsg, View, MAX_POINTS, PROTOCOL_VERSION};
 
 use crate::auth::Player;
+use crate::error::{AppError, AppResult};
 use crate::hub::{Member, ViewKey};
 use crate::state::{AppState, Transport};
-use crate::store::Submission;
+use crate::store::{Accepted, Submission};
 
 fn text(msg: &ServerMsg) -> Message {
     Message::Text(msg.to_json().into())
@@ -56,6 +57,31 @@ fn submit_shortcut(frame: &str) -> Option<ClientMsg> {
         board: Id::parse(f.board).ok()?,
         points: f.points,
     })
+}
+
+/// The answer to the submission `id`: `ack`, or `rejected` with the error's code.
+fn answer(id: Id, result: AppResult<Accepted>) -> ServerMsg {
+    match result {
+        Ok(a) => ServerMsg::Ack {
+            id: id.into_string(),
+            board: a.board,
+            season: a.season,
+            score: a.score,
+            rank: a.rank,
+            previous_rank: a.previous_rank,
+            duplicate: a.duplicate,
+        },
+        Err(e) => rejected(id, e),
+    }
+}
+
+fn rejected(id: Id, e: AppError) -> ServerMsg {
+    ServerMsg::Rejected {
+        id: Some(id.into_string()),
+        code: e.code,
+        retry_after_ms: e.retry_after_ms(),
+        message: e.message,
+    }
 }
 
 /// Work a frame started that the session does not wait for: a submission (answered by `ack` or
@@ -133,6 +159,13 @@ impl Session {
             }),
             Ok(ClientMsg::Hello { token }) => self.hello(&token),
             Ok(ClientMsg::Submit { id, board, points }) => return self.submit(id, board, points),
+            Ok(ClientMsg::StartRun { id, board }) => return self.start_run(id, board),
+            Ok(ClientMsg::Proof {
+                id,
+                board,
+                run,
+                proof,
+            }) => return self.proof(id, board, run, proof),
             Ok(ClientMsg::Subscribe { board, view }) => return self.subscribe(board, view),
             Ok(ClientMsg::Unsubscribe { board, view }) => self.unsubscribe(board, view),
             Ok(ClientMsg::Ping) => self.push(&ServerMsg::Pong),
@@ -145,7 +178,11 @@ impl Session {
     pub fn refuse(&self, frame: &str, retry_after_ms: u64) {
         let message = "too many messages on this connection".to_owned();
         let id = match ClientMsg::parse(frame) {
-            Ok(ClientMsg::Submit { id, .. }) => Some(Some(id.to_string())),
+            Ok(
+                ClientMsg::Submit { id, .. }
+                | ClientMsg::StartRun { id, .. }
+                | ClientMsg::Proof { id, .. },
+            ) => Some(Some(id.to_string())),
             Err(ParseError::Submit { id, .. }) => Some(id),
             _ => None,
         };
@@ -184,30 +221,31 @@ impl Session {
         }
     }
 
-    fn submit(&mut self, id: Id, board: Id, points: i64) -> Option<InFlight> {
-        let rejected = |code, message: &str| ServerMsg::Rejected {
-            id: Some(id.to_string()),
-            code,
-            message: message.to_owned(),
-            retry_after_ms: None,
+    /// The session's player, for a message that needs one; otherwise answers the message `id`
+    /// with `rejected` `unauthorized` (`what` says what a spectator cannot do).
+    fn player_for(&self, id: &Id, what: &str) -> Option<Player> {
+        let refuse = |message: String| {
+            self.push(&ServerMsg::Rejected {
+                id: Some(id.to_string()),
+                code: ErrorCode::Unauthorized,
+                message,
+                retry_after_ms: None,
+            });
+            None
         };
-        let player = match &self.player {
-            None => {
-                self.push(&rejected(
-                    ErrorCode::Unauthorized,
-                    "spectators cannot submit: send hello with a player token first",
-                ));
-                return None;
-            }
+        match &self.player {
+            None => refuse(format!(
+                "spectators cannot {what}: send hello with a player token first"
+            )),
             Some(p) if p.expired(now_s()) => {
-                self.push(&rejected(
-                    ErrorCode::Unauthorized,
-                    "the token has expired: send hello with a fresh one",
-                ));
-                return None;
+                refuse("the token has expired: send hello with a fresh one".into())
             }
-            Some(p) => p,
-        };
+            Some(p) => Some(p.clone()),
+        }
+    }
+
+    fn submit(&mut self, id: Id, board: Id, points: i64) -> Option<InFlight> {
+        let player = self.player_for(&id, "submit")?;
         let sub = Submission {
             board,
             player: player.id.clone(),
@@ -223,23 +261,46 @@ impl Session {
         Some(Box::pin(async move {
             let result = state.submit_via(&sub, Transport::Ws).await;
             drop(submitting);
+            Finished::Reply(answer(sub.id, result))
+        }))
+    }
+
+    /// Starts a run of the session's player: `POST /v1/boards/{board}/runs` over the socket.
+    fn start_run(&mut self, id: Id, board: Id) -> Option<InFlight> {
+        let player = self.player_for(&id, "start runs")?;
+        let state = self.state.clone();
+        Some(Box::pin(async move {
+            let v = &state.settings.validators;
+            let result = state
+                .store
+                .start_run(&board, &player.id, v.run_ttl_ms, v.max_open_runs)
+                .await;
             Finished::Reply(match result {
-                Ok(a) => ServerMsg::Ack {
-                    id: sub.id.into_string(),
-                    board: a.board,
-                    season: a.season,
-                    score: a.score,
-                    rank: a.rank,
-                    previous_rank: a.previous_rank,
-                    duplicate: a.duplicate,
+                Ok(r) => ServerMsg::Run {
+                    id: id.into_string(),
+                    board: board.into_string(),
+                    run: r.id,
+                    seed: r.seed,
+                    started_ms: r.started_ms,
+                    expires_ms: r.expires_ms,
                 },
-                Err(e) => ServerMsg::Rejected {
-                    id: Some(sub.id.into_string()),
-                    code: e.code,
-                    retry_after_ms: e.retry_after_ms(),
-                    message: e.message,
-                },
+                Err(e) => rejected(id, e),
             })
+        }))
+    }
+
+    /// A verified submission: `POST /v1/boards/{board}/runs/{run}/proof` over the socket,
+    /// answered as a `submit` is (and, like one, holding the player's `me` push for its ack).
+    fn proof(&mut self, id: Id, board: Id, run: Id, proof: Vec<u8>) -> Option<InFlight> {
+        let player = self.player_for(&id, "submit")?;
+        let state = self.state.clone();
+        let submitting = self.member.outbox().submitting();
+        Some(Box::pin(async move {
+            let result = state
+                .submit_proof(&board, &player, &run, proof, Transport::Ws)
+                .await;
+            drop(submitting);
+            Finished::Reply(answer(id, result))
         }))
     }
 
