@@ -80,6 +80,14 @@ impl Session {
         }
     }
 
+    /// What `dir` would do (moved, points) without playing it or drawing a tile.
+    pub fn peek(&self, dir: Dir) -> Moved {
+        if self.game.over {
+            return Moved::default();
+        }
+        self.game.board.slide(dir).1
+    }
+
     /// The proof of this game: one byte per move that moved (`u`, `d`, `l`, `r`).
     pub fn log(&self) -> &[u8] {
         &self.log
@@ -108,10 +116,18 @@ impl Game2048 {
 
     /// Plays `up`, `down`, `left` or `right` and returns the state; throws on any other name.
     pub fn play(&mut self, dir: &str) -> Result<JsValue, JsValue> {
-        let Some(d) = Dir::from_name(dir) else {
-            return Err(JsError::new("unknown direction: up, down, left or right").into());
-        };
+        let d = dir_named(dir)?;
         to_js(&self.session.play(d))
+    }
+
+    /// What `dir` would do, `{moved, gained}`, without playing it (for hints and tests).
+    pub fn peek(&self, dir: &str) -> Result<JsValue, JsValue> {
+        let d = dir_named(dir)?;
+        let m = self.session.peek(d);
+        to_js(&Peek {
+            moved: m.moved,
+            gained: m.gained,
+        })
     }
 
     /// The state (what the last move did included).
@@ -131,8 +147,20 @@ impl Game2048 {
     }
 }
 
-fn to_js(state: &State) -> Result<JsValue, JsValue> {
-    serde_wasm_bindgen::to_value(state).map_err(JsValue::from)
+/// What a move would do, for [`Game2048::peek`].
+#[derive(Serialize)]
+struct Peek {
+    moved: bool,
+    gained: u32,
+}
+
+fn dir_named(name: &str) -> Result<Dir, JsValue> {
+    Dir::from_name(name)
+        .ok_or_else(|| JsError::new("unknown direction: up, down, left or right").into())
+}
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    serde_wasm_bindgen::to_value(value).map_err(JsValue::from)
 }
 
 #[cfg(test)]
@@ -165,7 +193,8 @@ mod tests {
         assert_eq!(validate_proof(7, s.log(), 600_000), st.score as i64);
     }
 
-    /// The state reports the board row by row, the last move's points and the largest tile.
+    /// The state reports the board row by row, the last move's points and the largest tile; `peek`
+    /// says what a move would do without doing it.
     #[test]
     fn state_reports_the_move() {
         let mut s = Session::new(42);
@@ -178,6 +207,10 @@ mod tests {
             gained += u64::from(st.gained);
             assert_eq!(st.score, gained);
             assert_eq!(st.max_tile, *st.cells.iter().max().unwrap());
+            let peek = s.peek(Dir::ALL[(i + 1) % 4]);
+            let mut copy = s.clone();
+            let next = copy.play(Dir::ALL[(i + 1) % 4]);
+            assert_eq!((peek.moved, peek.gained), (next.moved, next.gained));
             assert_eq!(
                 st.cells.as_slice(),
                 s.game
