@@ -118,13 +118,20 @@ describe("2048 page", { timeout: 180_000 }, () => {
       assert.equal(typeof run.run, "string");
       assert.ok(Number.isInteger(run.seed) && run.seed >= 0 && run.seed < 2 ** 32, JSON.stringify(run));
       assert.ok(run.expires_ms > run.started_ms, JSON.stringify(run));
-      // The game is the opening of the server's seed (a fresh game from that seed, same module).
-      const opening = await page.evaluate(async (seed) => {
+      // The game is the opening of the server's seed (a fresh game from that seed, same module),
+      // and the state crosses from Rust as a plain object with the fields the page reads.
+      const { opening, state } = await page.evaluate(async (seed) => {
         const { Game2048 } = await import("/game/pkg/game2048.js");
         const g = new Game2048(seed);
-        return g.state().cells;
+        return { opening: g.state(), state: g.play("left") };
       }, run.seed);
-      assert.deepEqual(await page.evaluate(() => window.__scorecast.game.cells), opening);
+      assert.deepEqual(Object.keys(opening).sort(), ["cells", "gained", "maxTile", "moved", "moves", "over", "score"]);
+      assert.equal(opening.cells.length, 16);
+      assert.equal(opening.cells.filter((v) => v !== 0).length, 2);
+      assert.deepEqual([opening.score, opening.moves, opening.moved, opening.over], [0, 0, false, false]);
+      assert.equal(opening.maxTile, Math.max(...opening.cells));
+      assert.equal(state.moves, state.moved ? 1 : 0);
+      assert.deepEqual(await page.evaluate(() => window.__scorecast.game.cells), opening.cells);
       assert.equal(await page.evaluate(() => window.__scorecast.game.seed), run.seed);
       assert.deepEqual(
         frames.filter((f) => f.type === "start_run").map((f) => f.board),
@@ -371,6 +378,32 @@ describe("2048 page", { timeout: 180_000 }, () => {
       await page.waitForFunction(() => /^verified /.test(document.getElementById("last-result").textContent), null, {
         timeout: 10_000,
       });
+      await page.context().close();
+    }));
+
+  test("when the page is hidden, the moves since the last checkpoint are sent", () =>
+    withDiagnostics(diag, async () => {
+      const base = env.stack.base;
+      page = await newPage(env.browser);
+      const frames = recordFrames(page);
+      await page.goto(`${base}/play`);
+      await waitConnState(page, "open");
+      await signIn(page, "hid");
+      await playUntilCheckpointed(page, base, "guest-hid");
+      await page.waitForFunction(() => window.__scorecast.sc.pendingCount === 0, null, { timeout: 10_000 });
+      // A move that merges nothing: no checkpoint of its own.
+      const moves = await page.evaluate(() => {
+        const { game } = window.__scorecast;
+        const dir = ["left", "down", "right", "up"].find((d) => game.peek(d).moved && game.peek(d).gained === 0);
+        if (dir) game.move(dir);
+        return game.moves;
+      });
+      const longest = () => Math.max(0, ...frames.filter((f) => f.type === "proof").map((f) => fromBase64(f.proof).length));
+      assert.ok(longest() < moves, "the last move is not checkpointed yet");
+      await page.evaluate(() => window.dispatchEvent(new PageTransitionEvent("pagehide")));
+      await waitFor(() => longest() === moves, { what: `a checkpoint of all ${moves} moves` });
+      await page.waitForFunction(() => window.__scorecast.sc.pendingCount === 0, null, { timeout: 10_000 });
+      assert.match(await page.textContent("#last-result"), /^verified /);
       await page.context().close();
     }));
 

@@ -271,7 +271,7 @@ async function newGame() {
     showResult("info", "This run has no moves yet: play it.");
     return;
   }
-  checkpoint(); // the finished game's last moves first
+  await checkpoint(); // the finished game's last moves first, answered before the new run's
   forgetRun();
   renderGame();
   await startRun();
@@ -287,17 +287,20 @@ function scheduleCheckpoint() {
   else if (checkpointTimer === null) checkpointTimer = setTimeout(checkpoint, wait);
 }
 
-/** Sends the run's move log so far, unless that length was already sent. */
+/**
+ * Sends the run's move log so far, unless that length was already sent or the run has scored
+ * nothing yet (a 0 would only put the player on the board with 0). Resolves once answered.
+ */
 function checkpoint() {
   clearTimeout(checkpointTimer);
   checkpointTimer = null;
-  if (mode !== "verified" || !run || !sc.player) return;
+  if (mode !== "verified" || !run || !sc.player || game.score === 0) return Promise.resolve();
   const proof = game.moveLog();
-  if (proof.length === lastProofLength) return;
+  if (proof.length === lastProofLength) return Promise.resolve();
   lastProofLength = proof.length;
   lastCheckpointAt = Date.now();
   const sent = { run: run.run, score: game.score };
-  sc.submitProof(board, run.run, proof).then(
+  return sc.submitProof(board, run.run, proof).then(
     (ack) => {
       showBoardScore(ack.score);
       const dup = ack.duplicate ? " (already counted)" : "";
