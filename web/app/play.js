@@ -179,7 +179,7 @@ function runKey() {
 
 function saveRun() {
   if (!run) return;
-  const log = String.fromCharCode(...game.moveLog());
+  const log = new TextDecoder().decode(game.moveLog()); // u, d, l, r: ASCII
   localStorage.setItem(runKey(), JSON.stringify({ ...run, log }));
 }
 
