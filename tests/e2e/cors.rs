@@ -139,3 +139,84 @@ async fn a_star_admits_any_origin_and_dev_keeps_a_configured_list() {
     let mut ok = WsClient::try_connect(&url, Some(GAME)).await.unwrap();
     assert_eq!(ok.next_json().await["type"], "welcome");
 }
+
+/// A page on another allowed origin may use the runs endpoints as the browser sends them: the
+/// preflight of `POST /v1/boards/{b}/runs` and `.../runs/{run}/proof` with `Authorization` and
+/// `Content-Type: application/octet-stream` (not a CORS-safelisted type) is answered with both
+/// headers allowed, and the requests themselves carry `Access-Control-Allow-Origin`.
+#[tokio::test]
+async fn the_runs_endpoints_admit_an_allowed_origins_preflight() {
+    let app = spawn_app_with(|s| s.allowed_origins = vec![GAME.into()], Clock::Redis).await;
+    app.board("game-2048", json!({"op": "best", "validator": "2048"}))
+        .await;
+    let token = app.token("alice", None);
+    let post = |path: String, body: Vec<u8>| {
+        let req = app
+            .http
+            .post(app.url(&path))
+            .bearer_auth(&token)
+            .header("origin", GAME)
+            .header("content-type", "application/octet-stream")
+            .body(body);
+        async move { Resp::read(req.send().await.unwrap()).await }
+    };
+
+    let run = post("/v1/boards/game-2048/runs".into(), vec![]).await;
+    assert_eq!(run.status, 200, "{:?}", run.body);
+    assert_eq!(acao(&run), Some(GAME));
+    let run_id = run.body["run"].as_str().unwrap().to_owned();
+    let proof_path = format!("/v1/boards/game-2048/runs/{run_id}/proof");
+
+    for path in ["/v1/boards/game-2048/runs".to_owned(), proof_path.clone()] {
+        for origin in [GAME, EVIL] {
+            let r = app
+                .request_from(
+                    [127, 0, 0, 1],
+                    Method::OPTIONS,
+                    &path,
+                    &[
+                        ("origin", origin),
+                        ("access-control-request-method", "POST"),
+                        (
+                            "access-control-request-headers",
+                            "authorization,content-type",
+                        ),
+                    ],
+                )
+                .await;
+            if origin == EVIL {
+                assert_eq!((r.status.as_u16(), acao(&r)), (400, None), "{path}");
+                continue;
+            }
+            assert_eq!((r.status.as_u16(), acao(&r)), (200, Some(GAME)), "{path}");
+            let allowed = |h: &str| {
+                r.headers[h]
+                    .to_str()
+                    .unwrap()
+                    .to_ascii_lowercase()
+                    .split(',')
+                    .map(|s| s.trim().to_owned())
+                    .collect::<Vec<_>>()
+            };
+            let headers = allowed("access-control-allow-headers");
+            for h in ["authorization", "content-type"] {
+                assert!(headers.iter().any(|x| x == h), "{path}: {headers:?}");
+            }
+            assert!(
+                allowed("access-control-allow-methods").contains(&"post".to_owned()),
+                "{path}"
+            );
+        }
+    }
+
+    // The proof itself: one legal move (within the 10 a run may start with), scored.
+    let (moves, score) = crate::validators::play_2048(run.body["seed"].as_u64().unwrap() as u32, 1);
+    let answer = post(proof_path, moves).await;
+    assert_eq!(
+        (answer.status.as_u16(), &answer.body["score"]),
+        (200, &json!(score)),
+        "{:?}",
+        answer.body
+    );
+    assert_eq!(acao(&answer), Some(GAME));
+}

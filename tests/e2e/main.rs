@@ -22,6 +22,7 @@ mod proxies;
 mod queues;
 mod refusals;
 mod revocation;
+mod runs_ws;
 mod seasons_jobs;
 mod submit_path;
 mod validators;

@@ -521,7 +521,7 @@ async fn players_start_runs_over_http() {
 
 /// The first `n` moves that move on `seed` (directions tried in a fixed order), and the score
 /// they reach, by the rules crate.
-fn play_2048(seed: u32, n: usize) -> (Vec<u8>, i64) {
+pub(crate) fn play_2048(seed: u32, n: usize) -> (Vec<u8>, i64) {
     use scorecast_game2048::{Dir, Game};
     let mut g = Game::<4>::new(seed);
     let mut proof = Vec::new();

@@ -99,7 +99,9 @@ async fn upgrade(
         }
         None => conn::ConnHandle::default(),
     };
-    let max = st.settings.ws.max_frame_bytes;
+    // The socket takes messages as large as a proof needs; every other message is held to
+    // `max_frame_bytes` by the session once it has seen its type.
+    let max = session::max_message_bytes(&st.settings);
     let frames = frames
         .max_frame_size(max)
         .aggregate_continuations()

@@ -38,6 +38,30 @@ use slow::SlowClient;
 /// carry their id, so they may come back in any order; past this the session stops reading
 /// until one returns.
 const MAX_INFLIGHT: usize = 64;
+/// Room in a `proof` message for everything but the proof's base64 (its type, ids and keys).
+const PROOF_ENVELOPE_BYTES: usize = 1024;
+
+/// The largest message the socket reads: `ws.max_frame_bytes`, or more if a `proof` of
+/// `validators.proof_bytes` (as base64, 4 characters per 3 bytes) needs more, so the sandbox's
+/// proof size is the limit a proof meets. Other messages above `max_frame_bytes` are closed
+/// with 1009 all the same ([`on_frame`]).
+pub fn max_message_bytes(settings: &crate::config::Settings) -> usize {
+    let proof = settings.validators.proof_bytes.div_ceil(3) * 4 + PROOF_ENVELOPE_BYTES;
+    settings.ws.max_frame_bytes.max(proof)
+}
+
+/// Whether a text message is a `proof` (the one message that may be larger than
+/// `max_frame_bytes`). Reads the `type` only; the rest is skipped, not kept.
+fn is_proof(frame: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Tag<'a> {
+        #[serde(rename = "type", borrow)]
+        ty: Option<std::borrow::Cow<'a, str>>,
+    }
+    frame.trim_start().starts_with('{')
+        && serde_json::from_str::<Tag>(frame).is_ok_and(|t| t.ty.as_deref() == Some("proof"))
+}
+
 /// On shutdown, how long in-flight submissions and their answers may take before the close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long the final close frame may wait for room on the socket; past that the session lets
@@ -370,6 +394,14 @@ fn on_frame(
     let refused = matches!(verdict, Verdict::Refuse { .. });
     match frame {
         None => return Err(Exit::Gone(Gone::Abrupt)),
+        // The socket let it through for a proof's sake (`max_message_bytes`): anything else
+        // above the frame limit is closed as the socket would have closed it.
+        Some(Ok(AggregatedMessage::Text(t))) if t.len() > max_frame_bytes && !is_proof(&t) => {
+            return Err(oversize());
+        }
+        Some(Ok(AggregatedMessage::Binary(b))) if b.len() > max_frame_bytes => {
+            return Err(oversize());
+        }
         Some(Ok(AggregatedMessage::Text(t))) => match verdict {
             Verdict::Refuse { retry_after_ms } => s.refuse(&t, retry_after_ms),
             _ => return Ok(s.on_text(&t)),
@@ -435,6 +467,33 @@ mod tests {
     /// The size of the future a function of five arguments returns, from the fn item alone.
     fn future_size<A, B, C, D, E, F: Future>(_: impl FnOnce(A, B, C, D, E) -> F) -> usize {
         std::mem::size_of::<F>()
+    }
+
+    /// A `proof` of the largest size the sandbox takes fits in a message the socket reads
+    /// (default: 64 KiB of proof, 87 382 characters of base64), while only a `proof` may be
+    /// above `max_frame_bytes`.
+    #[test]
+    fn only_proofs_outgrow_the_frame_limit() {
+        let settings = crate::config::Settings::default();
+        let proof_b64 = settings.validators.proof_bytes.div_ceil(3) * 4;
+        let longest = format!(
+            r#"{{"type":"proof","id":"{0}","board":"{0}","run":"{0}","proof":"{1}"}}"#,
+            "i".repeat(64),
+            "A".repeat(proof_b64)
+        );
+        assert!(longest.len() <= max_message_bytes(&settings));
+        assert!(settings.ws.max_frame_bytes < longest.len());
+        assert!(is_proof(&longest));
+        assert!(is_proof(r#" {"id":"a","type":"proof"}"#));
+        for other in [
+            r#"{"type":"submit","id":"a","board":"b","points":1,"pad":"proof"}"#,
+            r#"{"type":"pro\u006ff","type":"proof"}"#,
+            r#"["proof"]"#,
+            r#"{"kind":"proof"}"#,
+            "proof",
+        ] {
+            assert!(!is_proof(other), "{other}");
+        }
     }
 
     /// Every open WebSocket holds one session future (inside its Tokio task) for its whole life:
