@@ -391,13 +391,21 @@ describe("2048 page", { timeout: 180_000 }, () => {
       await signIn(page, "hid");
       await playUntilCheckpointed(page, base, "guest-hid");
       await page.waitForFunction(() => window.__scorecast.sc.pendingCount === 0, null, { timeout: 10_000 });
-      // A move that merges nothing: no checkpoint of its own.
-      const moves = await page.evaluate(() => {
-        const { game } = window.__scorecast;
-        const dir = ["left", "down", "right", "up"].find((d) => game.peek(d).moved && game.peek(d).gained === 0);
-        if (dir) game.move(dir);
-        return game.moves;
-      });
+      // A move that merges nothing: no checkpoint of its own. When every move would merge, one
+      // is played and checkpointed first (at most 20 times).
+      let moves = null;
+      for (let i = 0; i < 20 && moves === null; i++) {
+        const r = await page.evaluate(() => {
+          const { game } = window.__scorecast;
+          const dirs = ["left", "down", "right", "up"];
+          const quiet = dirs.find((d) => game.peek(d).moved && game.peek(d).gained === 0);
+          game.move(quiet ?? dirs.find((d) => game.peek(d).moved));
+          return { quiet: quiet !== undefined, moves: game.moves, score: game.score };
+        });
+        if (r.quiet) moves = r.moves;
+        else await waitFor(async () => (await playerScore(base, BOARD, "guest-hid")) === r.score, { what: "the merge's checkpoint" });
+      }
+      assert.notEqual(moves, null, "a move that merges nothing");
       const longest = () => Math.max(0, ...frames.filter((f) => f.type === "proof").map((f) => fromBase64(f.proof).length));
       assert.ok(longest() < moves, "the last move is not checkpointed yet");
       await page.evaluate(() => window.dispatchEvent(new PageTransitionEvent("pagehide")));
