@@ -183,6 +183,18 @@ describe("2048 page", { timeout: 180_000 }, () => {
       );
       assert.match(await page.textContent("#last-result"), /^verified /);
 
+      // The leaderboard page shows the same verified score.
+      const lb = await newPage(env.browser);
+      await lb.goto(`${base}/?board=${BOARD}`);
+      await waitConnState(lb, "open");
+      await lb.waitForFunction(
+        ([p, n]) => document.querySelector(`#rows tr[data-player="${p}"] .score`)?.dataset.score === String(n),
+        [player, gameScore],
+        { timeout: 10_000 },
+      );
+      await screenshot(lb, "play-2b-leaderboard");
+      await lb.context().close();
+
       // Live rank (`me`) and neighbours (`around`).
       await page.waitForFunction(() => document.getElementById("my-rank").textContent === "#1", null, {
         timeout: 10_000,
