@@ -310,6 +310,8 @@ pub fn test(ctx: &Ctx, tools: &Tools, quick: bool, filter: &[String]) -> Result<
                 "test",
                 "-p",
                 "scorecast-shared",
+                "-p",
+                "scorecast-game2048-web",
                 "--target",
                 WASM_TARGET,
                 "--tests",
