@@ -393,6 +393,37 @@ describe("2048 page", { timeout: 180_000 }, () => {
       await page.context().close();
     }));
 
+  test("New game right after moves faster than the validator allows still lands the run's score", () =>
+    withDiagnostics(diag, async () => {
+      const base = env.stack.base;
+      const player = "guest-fin";
+      page = await newPage(env.browser);
+      await page.goto(`${base}/play`);
+      await waitConnState(page, "open");
+      await signIn(page, "fin");
+      const first = await page.evaluate(() => window.__scorecast.run.run);
+      // As in the test above, then New game at once (before any throttled checkpoint).
+      const played = await page.evaluate(() => {
+        const { game, run } = window.__scorecast;
+        const dirs = ["left", "down", "right", "up"];
+        for (let i = 0; i < 1000 && game.moves < 100 && !game.over; i++) {
+          const dir = dirs.find((d) => game.peek(d).gained > 0) ?? dirs.find((d) => game.peek(d).moved);
+          game.move(dir);
+        }
+        document.getElementById("new-game").click();
+        return { moves: game.moves, score: game.score, elapsedMs: Date.now() - run.started_ms };
+      });
+      assert.ok(
+        played.score > 0 && played.moves > 10 + (played.elapsedMs + CHECKPOINT_EVERY_MS) / 40,
+        `not faster than the validator allows (the machine was slow?): ${JSON.stringify(played)}`,
+      );
+      await page.waitForFunction((old) => window.__scorecast.run && window.__scorecast.run.run !== old, first, {
+        timeout: 15_000,
+      });
+      assert.equal(await playerScore(base, BOARD, player), played.score, "the finished run's whole log was verified");
+      await page.context().close();
+    }));
+
   test("when the page is hidden, the moves since the last checkpoint are sent", () =>
     withDiagnostics(diag, async () => {
       const base = env.stack.base;

@@ -271,10 +271,25 @@ async function newGame() {
     showResult("info", "This run has no moves yet: play it.");
     return;
   }
-  await checkpoint(); // the finished game's last moves first, answered before the new run's
+  // The finished game's last moves first, answered before the new run's. A log played faster
+  // than the validator allows is only accepted once the run is old enough: wait for that.
+  const wait = proofDueAt(game.moveLog().length) - Date.now();
+  if (game.score > 0 && wait > 0 && wait < 60_000) {
+    showResult("info", "Sending this run's last moves…");
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  await checkpoint();
   forgetRun();
   renderGame();
   await startRun();
+}
+
+/**
+ * When a log of `moves` moves is old enough for the `2048` validator (at most 10 + 25 a second
+ * since the run started; docs/validators.md), with a quarter second for the clocks' skew.
+ */
+function proofDueAt(moves) {
+  return run ? run.started_ms + (moves - 10) * 40 + 250 : 0;
 }
 
 let lastProofLength = 0;
@@ -324,7 +339,7 @@ function checkpoint() {
       } else if (/^proof_refused.*-3\b/.test(err.message) && run?.run === sent.run) {
         // Moves faster than the validator believes a person plays (25 a second, plus a burst of
         // 10): the same log is valid once the run is old enough, so it is sent again then.
-        const due = run.started_ms + (proof.length - 10) * 40 + 250;
+        const due = proofDueAt(proof.length);
         showResult("rejected", "Moves faster than the server accepts: this checkpoint is sent again in a moment.");
         limitedUntil = Math.max(limitedUntil, Date.now() + Math.min(Math.max(due - Date.now(), 250), 60_000));
         scheduleCheckpoint();
