@@ -105,25 +105,19 @@ pub enum ClientMsg {
 }
 
 fn proof_base64<S: serde::Serializer>(proof: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    use base64::Engine;
-    s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(proof))
+    s.serialize_str(&crate::b64::encode(proof))
 }
 
 /// Reads the `proof` field: a string of standard base64 (with padding) of the proof's bytes.
 pub fn parse_proof(v: Option<&Value>) -> Result<Vec<u8>, (ErrorCode, String)> {
-    use base64::Engine;
     match v {
         None | Some(Value::Null) => Err((ErrorCode::BadRequest, missing("proof"))),
-        Some(Value::String(s)) => {
-            base64::engine::general_purpose::STANDARD
-                .decode(s)
-                .map_err(|_| {
-                    (
-                        ErrorCode::BadRequest,
-                        "`proof` must be standard base64 (A-Z a-z 0-9 + /, padded with =)".into(),
-                    )
-                })
-        }
+        Some(Value::String(s)) => crate::b64::decode(s).ok_or_else(|| {
+            (
+                ErrorCode::BadRequest,
+                "`proof` must be standard base64 (A-Z a-z 0-9 + /, padded with =)".into(),
+            )
+        }),
         Some(_) => Err((ErrorCode::BadRequest, wrong_type("proof", "a string"))),
     }
 }

@@ -195,7 +195,7 @@ describe("SDK from another origin", { timeout: 120_000 }, () => {
     cpSync(path.join(packDir, "package"), path.join(game, "node_modules/scorecast-sdk"), { recursive: true });
     writeFileSync(
       path.join(game, "main.mts"),
-      `import { Scorecast, ScorecastError, formatRank, type Ack, type ViewMessage } from "scorecast-sdk";
+      `import { Scorecast, ScorecastError, formatRank, type Ack, type Run, type ViewMessage } from "scorecast-sdk";
 export async function play(): Promise<string> {
   const { token } = await Scorecast.guest("ann", { baseUrl: "https://scores.example.com" });
   const sc = await Scorecast.connect({ token, url: "wss://scores.example.com/ws", onState: (s) => console.log(s) });
@@ -215,6 +215,13 @@ export async function play(): Promise<string> {
 }
 // @ts-expect-error points are a number: the types must refuse a string
 export const wrong = (sc: Scorecast) => sc.submit("b", "64");
+export async function verified(sc: Scorecast, moves: Uint8Array): Promise<number> {
+  const run: Run = await sc.startRun("game-2048");
+  const ack: Ack = await sc.submitProof("game-2048", run.run, moves);
+  return ack.score + run.seed + run.expires_ms;
+}
+// @ts-expect-error a proof is bytes: the types must refuse a string
+export const wrongProof = (sc: Scorecast) => sc.submitProof("b", "run", "udlr");
 `,
     );
     const tsc = path.join(REPO, "tests/browser/node_modules/.bin/tsc");

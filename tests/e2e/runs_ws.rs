@@ -371,3 +371,38 @@ async fn only_a_proof_may_be_above_the_frame_limit() {
         ("rejected", "not_found")
     );
 }
+
+/// Past the connection's message rate, `start_run` and `proof` are `rejected` `rate_limited`
+/// with their own id and `retry_after_ms` (as a `submit` is), and change nothing.
+#[tokio::test]
+async fn runs_and_proofs_over_the_message_rate_are_rejected_with_their_id() {
+    // 2 a second: a burst of 4 messages, then one more every 500 ms (the frames below are
+    // written back to back, in far less), and a budget of 2 refusals before a close.
+    let app = app(|s| s.ws.max_messages_per_sec = 2).await;
+    let mut c = WsClient::connect(&app.ws_url()).await;
+    let before = app.dump().await;
+    for _ in 0..4 {
+        c.send_json(json!({"type": "ping"})).await;
+    }
+    c.send_json(json!({"type": "start_run", "id": "r-over", "board": BOARD}))
+        .await;
+    c.send_json(json!({"type": "proof", "id": "p-over", "board": BOARD, "run": "x", "proof": ""}))
+        .await;
+    for _ in 0..4 {
+        assert_eq!(c.next_json().await["type"], "pong");
+    }
+    for id in ["r-over", "p-over"] {
+        let r = c.next_json().await;
+        assert_eq!(
+            (&r["type"], &r["id"], &r["code"]),
+            (&json!("rejected"), &json!(id), &json!("rate_limited")),
+            "{r}"
+        );
+        assert!(r["retry_after_ms"].as_u64().is_some(), "{r}");
+    }
+    assert_eq!(
+        app.dump().await,
+        before,
+        "a refused run or proof changed Redis"
+    );
+}
