@@ -14,7 +14,7 @@ use clap::builder::TypedValueParser;
 use clap::Parser;
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
-use scorecast_shared::{BoardConfig, Id};
+use scorecast_shared::{BoardConfig, Id, Op};
 use serde::{Deserialize, Serialize};
 
 use crate::client_addr::{ForwardedHeader, ProxyNet, TrustedProxies};
@@ -422,10 +422,14 @@ impl Settings {
                 generated = Some(t.clone());
                 self.admin_token = Some(t);
             }
-            // The demo game submits on every merge: no submit limit.
+            // The demo game is verified: `/play` submits its run's move log, which the built-in
+            // `2048` validator replays (so the board keeps each player's best run). It
+            // checkpoints often while a player merges tiles: no submit limit.
             self.boards
                 .entry(DEV_BOARD.into())
                 .or_insert_with(|| BoardConfig {
+                    op: Op::Best,
+                    validator: Some(crate::validators::registry::BUILTIN_NAME.into()),
                     submit_limit: None,
                     ..BoardConfig::default()
                 });
@@ -844,5 +848,12 @@ mod tests {
             s.boards[DEV_BOARD].submit_limit, None,
             "the demo board is unlimited"
         );
+        let demo = &s.boards[DEV_BOARD];
+        assert_eq!(
+            (demo.op, demo.validator.as_deref()),
+            (Op::Best, Some("2048")),
+            "the demo board is verified by the built-in 2048 validator"
+        );
+        assert_eq!(demo.validate(), Ok(()));
     }
 }

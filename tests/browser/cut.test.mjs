@@ -2,6 +2,7 @@
 // that first swallows everything the server sends (so the submission reaches the server and is
 // applied, but the ack never arrives), then destroys the connections. The SDK reconnects, says
 // hello again, re-sends the SAME submission id, and gets `duplicate: true`: counted exactly once.
+// The page plays on a board without a validator, where it submits each merge's points.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -11,6 +12,7 @@ import {
   findMergingMove,
   newPage,
   playerScore,
+  putBoard,
   screenshot,
   startProxy,
   useStackAndBrowser,
@@ -19,13 +21,14 @@ import {
   withDiagnostics,
 } from "./harness.mjs";
 
-const BOARD = "game-2048";
+const BOARD = "cut"; // plain points: the demo board game-2048 takes only verified runs
 
 describe("connection cut during a submission", { timeout: 120_000 }, () => {
   let proxy;
   const env = useStackAndBrowser({
     afterStart: async ({ stack }) => {
       proxy = await startProxy(stack.server.port);
+      await putBoard(stack.base, BOARD, { submit_limit: null });
     },
     beforeStop: () => proxy?.close(),
   });
@@ -46,7 +49,7 @@ describe("connection cut during a submission", { timeout: 120_000 }, () => {
         }
       }),
     );
-    await page.goto(`${proxy.base}/play?seed=3`);
+    await page.goto(`${proxy.base}/play?board=${BOARD}&seed=3`);
     await waitConnState(page, "open");
     await page.evaluate(() => {
       window.__acks = [];
@@ -58,6 +61,8 @@ describe("connection cut during a submission", { timeout: 120_000 }, () => {
     await page.click("#guest-login");
     await page.waitForFunction((p) => window.__scorecast.sc.player === p, `guest-${name}`, { timeout: 10_000 });
     await page.waitForFunction(() => !document.getElementById("whoami").hidden, null, { timeout: 10_000 });
+    // The page asked for a run and learnt that this board takes plain points.
+    await page.waitForFunction(() => window.__scorecast.mode === "plain", null, { timeout: 10_000 });
   }
 
   /** Swallows server→client bytes, runs `submit`, waits for the server to apply it, cuts. */
@@ -135,7 +140,7 @@ describe("connection cut during a submission", { timeout: 120_000 }, () => {
       await cutWhileInFlight(player, POINTS, () =>
         page.evaluate((n) => {
           window.__result = null;
-          window.__scorecast.sc.submit("game-2048", n).then(
+          window.__scorecast.sc.submit("cut", n).then(
             (ack) => (window.__result = { ok: ack }),
             (err) => (window.__result = { err: { code: err.code, message: err.message } }),
           );

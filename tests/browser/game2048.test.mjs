@@ -1,16 +1,17 @@
-// The 2048 model (web/app/game2048.js) on its own, in node: slides and merges, the score, and the
-// seeded spawns that make `/play?seed=<n>` repeatable.
+// The JavaScript 2048 model (shared/game2048/tests/data/game2048.js: the reference the Rust rules
+// are compared with in shared/game2048/tests/js_differential.rs) on its own, in node: slides and
+// merges, the score, and the seeded spawns.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { WEB_DIR } from "./harness.mjs";
+import { REPO } from "./harness.mjs";
 
 // Load its source as an ES module from a data: URL (it imports nothing), independent of how
-// node would classify files under web/.
-const source = readFileSync(path.join(WEB_DIR, "app", "game2048.js"), "utf8");
+// node would classify files outside a package.
+const source = readFileSync(path.join(REPO, "shared", "game2048", "tests", "data", "game2048.js"), "utf8");
 const { slideLine, move, spawn, canMove, seededRng, Game, DIRECTIONS } = await import(
   `data:text/javascript;base64,${Buffer.from(source).toString("base64")}`
 );

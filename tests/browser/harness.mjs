@@ -158,6 +158,85 @@ function redisPid(port) {
 }
 
 /**
+ * One command to the redis-server on `port` (on its own connection); the reply parsed from RESP:
+ * a string for simple strings, a number for integers, a Buffer for bulk strings (null for nil),
+ * an array for arrays. An error reply throws.
+ */
+export function redisCommand(port, ...args) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, "127.0.0.1");
+    let buf = Buffer.alloc(0);
+    sock.setTimeout(5000, () => {
+      sock.destroy();
+      reject(new Error(`redis ${args[0]}: no answer in 5 s`));
+    });
+    sock.on("error", reject);
+    sock.on("connect", () => {
+      const parts = [`*${args.length}\r\n`];
+      for (const a of args) parts.push(`$${Buffer.byteLength(String(a))}\r\n${a}\r\n`);
+      sock.write(parts.join(""));
+    });
+    sock.on("data", (d) => {
+      buf = Buffer.concat([buf, d]);
+      const parsed = parseResp(buf, 0);
+      if (!parsed) return; // incomplete
+      sock.destroy();
+      if (parsed.value instanceof Error) reject(parsed.value);
+      else resolve(parsed.value);
+    });
+  });
+}
+
+/** One RESP value at `at`: {value, end}, or null when `buf` does not hold all of it yet. */
+function parseResp(buf, at) {
+  const eol = buf.indexOf("\r\n", at);
+  if (eol < 0) return null;
+  const line = buf.toString("utf8", at + 1, eol);
+  const next = eol + 2;
+  switch (String.fromCharCode(buf[at])) {
+    case "+":
+      return { value: line, end: next };
+    case "-":
+      return { value: new Error(line), end: next };
+    case ":":
+      return { value: Number(line), end: next };
+    case "$": {
+      const n = Number(line);
+      if (n < 0) return { value: null, end: next };
+      if (buf.length < next + n + 2) return null;
+      return { value: buf.subarray(next, next + n), end: next + n + 2 };
+    }
+    case "*": {
+      const n = Number(line);
+      const items = [];
+      let end = next;
+      for (let i = 0; i < n; i++) {
+        const item = parseResp(buf, end);
+        if (!item) return null;
+        items.push(item.value);
+        end = item.end;
+      }
+      return { value: items, end };
+    }
+    default:
+      throw new Error(`unexpected RESP type byte ${buf[at]}`);
+  }
+}
+
+/**
+ * Every key of the redis-server on `port` and its serialised value (DUMP, as hex), sorted: to
+ * prove that a refused request changed nothing. The per-address limiter of public reads is not
+ * data and is left out.
+ */
+export async function dumpKeys(port) {
+  const keys = (await redisCommand(port, "KEYS", "*")).map(String).filter((k) => !k.startsWith("rl:{read:"));
+  keys.sort();
+  const out = [];
+  for (const k of keys) out.push([k, (await redisCommand(port, "DUMP", k))?.toString("hex") ?? null]);
+  return out;
+}
+
+/**
  * A private redis-server on a port the OS picked. Another process may take that port between
  * the pick and redis-server's bind, so a start is only good once the server answering on the
  * port is our child (its process_id); otherwise it is retried on another port.
@@ -495,16 +574,16 @@ export async function startProxy(targetPort) {
 /**
  * In /play: plays moves that do not merge until one would merge (so a test controls which move
  * submits points). Returns {dir, gained} of the merging move, which has NOT been played yet.
- * Uses the page's own module instance of game2048.js (same URL → same module).
+ * Asks the page's game (the Rust rules) with `game.peek(dir)`, which plays nothing.
  */
 export async function findMergingMove(page, maxMoves = 200) {
   await page.waitForFunction(() => window.__scorecast?.game, null, { timeout: 10_000 });
   return page.evaluate(async (maxMoves) => {
-    const { move, DIRECTIONS } = await import("/app/game2048.js");
     const { game } = window.__scorecast;
+    const DIRECTIONS = ["up", "down", "left", "right"];
     for (let i = 0; i < maxMoves; i++) {
-      if (game.over) game.reset();
-      const options = DIRECTIONS.map((dir) => ({ dir, ...move(game.cells, dir, game.size) }));
+      if (game.over) throw new Error("the game ended before a merging move was found");
+      const options = DIRECTIONS.map((dir) => ({ dir, ...game.peek(dir) }));
       const merging = options.find((o) => o.gained > 0);
       if (merging) return { dir: merging.dir, gained: merging.gained };
       const any = options.find((o) => o.moved);

@@ -46,6 +46,8 @@ describe("redis paused under a submission", { timeout: 180_000 }, () => {
       await play.fill("#guest-name", "stall");
       await play.click("#guest-login");
       await play.waitForFunction(() => window.__scorecast.sc.player === "guest-stall", null, { timeout: 10_000 });
+      // The board has no validator: the page learnt (its run was refused) to submit plain points.
+      await play.waitForFunction(() => window.__scorecast.mode === "plain", null, { timeout: 10_000 });
       await play.evaluate(() => {
         window.__unavailable = [];
         window.__scorecast.sc.on("message", (m) => {

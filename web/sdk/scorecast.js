@@ -5,12 +5,12 @@
 //   import { Scorecast } from "/sdk/scorecast.js";
 //   const { token } = await Scorecast.guest("ann");            // dev servers only
 //   const sc = await Scorecast.connect({ token, onState: (s) => console.log("state", s) });
-//   const off = sc.subscribe("game-2048", "top", { limit: 10 }, (m) => {
+//   const off = sc.subscribe("demo", "top", { limit: 10 }, (m) => {
 //     for (const e of m.entries) console.log(e.rank, e.player, e.score);
 //   });
-//   sc.subscribe("game-2048", "me", (m) => console.log("my rank", m.rank));
+//   sc.subscribe("demo", "me", (m) => console.log("my rank", m.rank));
 //   try {
-//     const ack = await sc.submit("game-2048", 64);           // {score, rank, previous_rank, duplicate}
+//     const ack = await sc.submit("demo", 64);                // {score, rank, previous_rank, duplicate}
 //   } catch (e) {
 //     if (e.code === "rate_limited") setTimeout(retry, e.retryAfterMs);
 //   }

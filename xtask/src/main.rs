@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo xtask setup                  install what is missing (idempotent)
-//! cargo xtask wasm                   build `scorecast-shared` for the browser into web/pkg
+//! cargo xtask wasm                   build the SDK (web/pkg), the 2048 rules (web/game/pkg) and the
+//!                                    2048 validator (server/validators/2048.wasm)
 //! cargo xtask run [--debug] [-- ARGS] setup, wasm, then `scorecast --dev ARGS` (release build)
 //! cargo xtask test [--quick] [-- FILTER...]
 //!                                    setup, then fmt, clippy, wasm, its size, every test
@@ -31,7 +32,8 @@ commands:
                              the wasm32 target, wasm-bindgen-cli (into .tools/)
   setup --browser            the same, plus chromium, node, tests/browser/node_modules,
                              nginx and openssl
-  wasm                       build scorecast-shared for wasm32 and bind it into web/pkg
+  wasm                       build scorecast-shared for wasm32 and bind it into web/pkg,
+                             the 2048 rules into web/game/pkg, the 2048 validator
   run [--debug] [-- ARGS]    setup, wasm, then start `scorecast --dev ARGS`, built in the
                              release profile; --debug: the dev profile (faster to rebuild)
   test [--quick] [-- FILTER] setup (nginx and openssl too), then fmt, clippy (native and wasm32), wasm build,

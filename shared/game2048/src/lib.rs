@@ -5,8 +5,8 @@
 //! The board is `N`×`N` cells (4×4 on `/play`), 0 for empty, row by row. A move slides every line
 //! toward the direction, merging equal neighbours once per move; the merged tiles' values are the
 //! points gained. After a move that changed the board, a 2 (90 %) or a 4 (10 %) appears on a
-//! random empty cell. The generator is mulberry32, draw for draw the one `web/app/game2048.js`
-//! used, so a seed means the same game everywhere.
+//! random empty cell. The generator is mulberry32, draw for draw the one the page's JavaScript
+//! rules used (`tests/data/game2048.js`), so a seed means the same game everywhere.
 //!
 //! No allocation and no dependencies: the crate builds for `wasm32-unknown-unknown` without std.
 

@@ -1,5 +1,6 @@
-//! The Rust rules against the page's JavaScript rules (`web/app/game2048.js`), run by node: the
-//! same seeds and moves must give the same cells, score, move count and end of game.
+//! The Rust rules against the JavaScript rules `/play` was first written with
+//! (`tests/data/game2048.js`, kept here as a second, independent implementation), run by node:
+//! the same seeds and moves must give the same cells, score, move count and end of game.
 
 use scorecast_game2048::{Dir, Game, Mulberry32};
 use std::path::Path;
@@ -20,8 +21,8 @@ fn moves_for(seed: u32, count: usize) -> Vec<Dir> {
 fn rust_rules_match_the_javascript_rules() {
     let seeds = [0u32, 1, 42, 2048, 123_456_789, u32::MAX];
     let presses = 3000;
-    let js = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/app/game2048.js");
-    let js = js.canonicalize().expect("web/app/game2048.js exists");
+    let js = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/game2048.js");
+    let js = js.canonicalize().expect("tests/data/game2048.js exists");
     let cases: Vec<String> = seeds
         .iter()
         .map(|&s| {

@@ -1,4 +1,8 @@
-// 2048 as a pure model: no DOM, no timers, randomness injected. The board is a flat array of
+// 2048 in JavaScript, as `/play` first played it; the page now plays the Rust rules
+// (shared/game2048/web). Kept as an independent implementation the Rust rules are compared with
+// (tests/js_differential.rs, tests/browser/game2048.test.mjs).
+//
+// A pure model: no DOM, no timers, randomness injected. The board is a flat array of
 // size×size cells, 0 for empty, row by row. A move slides every line toward `dir`, merging equal
 // neighbours once per move; the merged tiles' values are the points gained.
 
