@@ -4,7 +4,6 @@
 //! Nothing here knows about tokio, actix or Redis, so the same code runs in the server and, compiled
 //! to wasm32, in the browser (`wasm` module, the only place with `#[wasm_bindgen]`).
 
-pub mod b64;
 pub mod board;
 pub mod codec;
 pub mod error;

@@ -113,7 +113,7 @@ mod tests {
                 id: id("p-1"),
                 board: b.clone(),
                 run: id("run-1"),
-                proof: b"udlr".to_vec(),
+                proof: "dWRscg==".into(),
             },
             ClientMsg::Subscribe {
                 board: b.clone(),

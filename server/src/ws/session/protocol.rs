@@ -308,8 +308,17 @@ impl Session {
 
     /// A verified submission: `POST /v1/boards/{board}/runs/{run}/proof` over the socket,
     /// answered as a `submit` is (and, like one, holding the player's `me` push for its ack).
-    fn proof(&mut self, id: Id, board: Id, run: Id, proof: Vec<u8>) -> Option<InFlight> {
+    fn proof(&mut self, id: Id, board: Id, run: Id, proof: String) -> Option<InFlight> {
         let player = self.player_for(&id, "submit")?.clone();
+        let Some(proof) = decode_proof(&proof) else {
+            self.push(&ServerMsg::Rejected {
+                id: Some(id.to_string()),
+                code: ErrorCode::BadRequest,
+                message: "`proof` must be standard base64 (A-Z a-z 0-9 + /, padded with =)".into(),
+                retry_after_ms: None,
+            });
+            return None;
+        };
         let state = self.state.clone();
         let submitting = self.member.outbox().submitting();
         Some(Box::pin(async move {
@@ -423,6 +432,34 @@ mod tests {
             assert!(submit_shortcut(f).is_none(), "the shortcut leaves {f}");
             // What the session answers is the parser's, as before.
             assert_eq!(parse(f), ClientMsg::parse(f), "{f}");
+        }
+    }
+}
+
+/// A `proof`'s bytes from its text: standard base64 (RFC 4648 §4) with canonical padding and no
+/// stray trailing bits; anything else (unpadded, URL-safe, whitespace) is `None`.
+fn decode_proof(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
+}
+
+#[cfg(test)]
+mod proof_tests {
+    use super::decode_proof;
+
+    /// The proof field takes exactly padded standard base64: every byte value round-trips, and
+    /// unpadded, URL-safe, whitespace, foreign characters and stray trailing bits are refused.
+    #[test]
+    fn proofs_decode_from_padded_standard_base64_only() {
+        assert_eq!(decode_proof("dWRscg==").as_deref(), Some(&b"udlr"[..]));
+        assert_eq!(decode_proof("").as_deref(), Some(&b""[..]));
+        assert_eq!(
+            decode_proof("AAECAw==").as_deref(),
+            Some(&[0u8, 1, 2, 3][..])
+        );
+        assert_eq!(decode_proof("+/8=").as_deref(), Some(&[0xfbu8, 0xff][..]));
+        for bad in ["d*==", "dQ", "-_8=", "dWRs cg==", "AB==", "dQ===", "=dQ="] {
+            assert_eq!(decode_proof(bad), None, "{bad:?}");
         }
     }
 }
