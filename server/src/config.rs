@@ -509,7 +509,7 @@ impl Secret {
     /// 32 random bytes, hex.
     pub fn generate() -> Secret {
         let bytes: [u8; 32] = rand::random();
-        Secret(bytes.iter().map(|b| format!("{b:02x}")).collect())
+        Secret(hex::encode(bytes))
     }
 }
 

@@ -42,13 +42,9 @@ fn info(name: &str, module: &[u8]) -> ValidatorInfo {
     ValidatorInfo {
         name: name.to_owned(),
         bytes: module.len(),
-        sha256: hex(&digest(module)),
+        sha256: hex::encode(digest(module)),
         builtin: name == BUILTIN_NAME,
     }
-}
-
-pub fn hex(d: &[u8]) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn builtin_is_fixed() -> AppError {
@@ -100,7 +96,7 @@ pub async fn put_validator(
         })?;
     let replaced = st
         .store
-        .put_validator(&name, &module, &hex(&digest(&module)))
+        .put_validator(&name, &module, &hex::encode(digest(&module)))
         .await?;
     Ok(HttpResponse::Ok().json(ValidatorPut {
         info: info(name.as_str(), &module),

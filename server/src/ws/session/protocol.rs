@@ -69,7 +69,7 @@ fn ws_run_id(player: &Id, request: &Id) -> String {
         .chain_update(b"\0")
         .chain_update(request.as_str())
         .finalize();
-    crate::http::validators::hex(&digest[..16])
+    hex::encode(&digest[..16])
 }
 
 /// The answer to the submission `id`: `ack`, or `rejected` with the error's code.
