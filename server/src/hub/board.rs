@@ -1,7 +1,12 @@
 //! One watched board: its subscriptions, what changed since the last flush, and what the hub
 //! remembers between flushes (the highest `seq` seen, each player's last standing, the season).
+//!
+//! Each watched board is a [`BoardCell`]: its state under a lock of its own, so a flush of one
+//! board (planning, deriving, rendering and offering every view of it) never waits for another
+//! board, nor for a subscribe or a disconnect elsewhere. The registry (`mod.rs`) only maps the
+//! board's id to its cell.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use scorecast_shared::protocol::ViewKind;
@@ -16,10 +21,37 @@ use super::SessionId;
 /// A subscription: one session's view of one kind on the board.
 pub(super) type SubKey = (SessionId, ViewKind);
 
+/// A watched board's state behind its own lock, shared by the registry, its worker and the
+/// event feed. Lock order: the registry's lock may be held while taking a board's, never the
+/// other way round.
+pub(super) struct BoardCell {
+    state: Mutex<Board>,
+    /// The board's worker waits on this.
+    pub wake: Arc<Notify>,
+}
+
+impl BoardCell {
+    pub fn new(board: Board) -> BoardCell {
+        BoardCell {
+            wake: board.wake.clone(),
+            state: Mutex::new(board),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Board> {
+        crate::sync::lock(&self.state)
+    }
+
+    /// [`Board::mark_resync`] under the board's lock.
+    pub fn mark_resync(&self) {
+        self.lock().mark_resync();
+    }
+}
+
 pub(super) struct Board {
-    /// Distinguishes this board entry from a later one with the same id (the worker of a
-    /// removed entry must not adopt its successor).
-    pub epoch: u64,
+    /// Set when the registry dropped the board (nobody watches it): its worker ends, and a later
+    /// subscribe makes a new cell.
+    pub gone: bool,
     pub subs: foldhash::HashMap<SubKey, Sub>,
     pub dirty: Dirty,
     pub wake: Arc<Notify>,
@@ -154,10 +186,10 @@ pub(super) struct Dirty {
 }
 
 impl Board {
-    /// A board entry with no subscriptions yet; `epoch` must be unique to this entry.
-    pub fn new(epoch: u64, wake: Arc<Notify>) -> Board {
+    /// A board entry with no subscriptions yet.
+    pub fn new(wake: Arc<Notify>) -> Board {
         Board {
-            epoch,
+            gone: false,
             subs: Default::default(),
             dirty: Dirty::default(),
             wake,

@@ -54,7 +54,8 @@ use tokio::time::Instant;
 
 use crate::config::{Settings, WsSettings};
 use crate::store::Store;
-use board::Board;
+use board::BoardCell;
+use scorecast_shared::protocol::ViewKind;
 
 pub use board::ViewCounts;
 pub use members::{AddrSlot, Member};
@@ -93,10 +94,12 @@ struct Inner {
     instance: String,
 }
 
+/// The registry: who is connected and which boards are watched. Held for a few map updates;
+/// a board's own state is behind its cell's lock (`board.rs`), taken after this one if both are.
 #[derive(Default)]
 struct State {
     sessions: HashMap<SessionId, SessionEntry>,
-    boards: HashMap<Id, Board>,
+    boards: HashMap<Id, Arc<BoardCell>>,
     /// Local sessions of each authenticated player (for `notify`).
     players: HashMap<Id, HashSet<SessionId>>,
     /// Channels Redis confirmed on the current pub/sub connection.
@@ -108,6 +111,9 @@ struct State {
 struct SessionEntry {
     outbox: Arc<Outbox>,
     player: Option<Id>,
+    /// The views the session holds (or is subscribing to), so that dropping it visits only
+    /// their boards.
+    views: Vec<ViewKey>,
 }
 
 impl Hub {
@@ -162,19 +168,17 @@ impl Hub {
     /// the counts go with the board's last view).
     pub fn view_counts(&self, board: &Id) -> ViewCounts {
         self.inner
-            .lock()
-            .boards
-            .get(board)
-            .map(|b| b.counts)
+            .cell(board)
+            .map(|c| c.lock().counts)
             .unwrap_or_default()
     }
 
     /// Open views on this instance by kind: top, me, around (for `/metrics`).
     pub fn views_by_kind(&self) -> [(&'static str, i64); 3] {
-        use scorecast_shared::protocol::ViewKind;
         let mut n = [0i64; 3];
-        for b in self.inner.lock().boards.values() {
-            for (_, kind) in b.subs.keys() {
+        let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
+        for cell in cells {
+            for (_, kind) in cell.lock().subs.keys() {
                 n[match kind {
                     ViewKind::Top => 0,
                     ViewKind::Me => 1,
@@ -214,8 +218,14 @@ impl Hub {
 }
 
 impl Inner {
+    /// The registry's lock (never taken while a board's lock is held).
     fn lock(&self) -> MutexGuard<'_, State> {
         crate::sync::lock(&self.state)
+    }
+
+    /// A watched board's cell (the registry's lock is released on return).
+    fn cell(&self, board: &Id) -> Option<Arc<BoardCell>> {
+        self.lock().boards.get(board).cloned()
     }
 
     /// The wanted channels changed: wakes the pub/sub tasks.

@@ -64,7 +64,6 @@ pub(super) fn rows(view: View) -> u64 {
 /// One flush: the reads to do and the subscriptions they serve.
 #[derive(Debug)]
 pub(super) struct Plan {
-    pub epoch: u64,
     pub resync: bool,
     pub high_seq: u64,
     pub top_limit: u64,
@@ -148,12 +147,12 @@ fn keep_around(sub: &mut Sub, derive: bool, moves: &[Move], seqs: &[(u64, usize)
     }
 }
 
-/// Takes the board's dirty state (if the entry is still the one of `epoch`) and decides which
+/// Takes the board's dirty state (unless the registry dropped the board) and decides which
 /// ready views to recompute.
-pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
-    let Some(b) = b.filter(|b| b.epoch == epoch) else {
+pub(super) fn plan(b: &mut Board) -> Planned {
+    if b.gone {
         return Planned::Gone;
-    };
+    }
     if !b.dirty.any {
         return Planned::Nothing;
     }
@@ -163,7 +162,6 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
     let ranges = merge_ranges(d.ranges);
     let in_ranges = |r: u64| meets(&ranges, r, r);
     let mut plan = Plan {
-        epoch,
         resync: d.resync,
         high_seq: b.high_seq,
         top_limit: 0,
@@ -272,7 +270,7 @@ mod tests {
     /// A board with ready views: session 1 `top 10`, session 2 `me` of alice (rank 50),
     /// session 3 `around` bob (radius 2, showing ranks 20..=24).
     fn board() -> Board {
-        let mut b = Board::new(7, Arc::new(Notify::new()));
+        let mut b = Board::new(Arc::new(Notify::new()));
         let outbox = Arc::new(Outbox::new(8));
         let mut add = |sid, view, player: Option<&str>| {
             let mut s = Sub::new(view, player.map(id), sid, outbox.clone());
@@ -291,7 +289,7 @@ mod tests {
     }
 
     fn flush(b: &mut Board) -> Plan {
-        match plan(Some(b), 7) {
+        match plan(b) {
             Planned::Flush(p) => p,
             other => panic!("expected a flush, got {other:?}"),
         }
@@ -321,9 +319,9 @@ mod tests {
     #[test]
     fn nothing_dirty_plans_nothing_and_a_replaced_board_is_gone() {
         let mut b = board();
-        assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
-        assert!(matches!(plan(Some(&mut b), 8), Planned::Gone));
-        assert!(matches!(plan(None, 7), Planned::Gone));
+        assert!(matches!(plan(&mut b), Planned::Nothing));
+        b.gone = true;
+        assert!(matches!(plan(&mut b), Planned::Gone));
     }
 
     #[test]
@@ -389,7 +387,7 @@ mod tests {
         b.dirty.any = true;
         assert_eq!(sessions(&flush(&mut b)), [2]);
         b.dirty.any = true;
-        assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
+        assert!(matches!(plan(&mut b), Planned::Nothing));
     }
 
     /// The fixture on an ordinal board in a known season, with one event pending: `mover`
@@ -430,7 +428,7 @@ mod tests {
     #[test]
     fn a_move_elsewhere_sends_nothing_and_the_standing_keeps_up() {
         let mut b = derivable("carol", Some(60), Some(55));
-        assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
+        assert!(matches!(plan(&mut b), Planned::Nothing));
         assert_eq!(
             b.me.get(&id("alice")).and_then(|m| m.at),
             Some(2),

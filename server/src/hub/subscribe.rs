@@ -8,11 +8,11 @@ use std::time::Duration;
 use scorecast_shared::{ErrorCode, Id, View};
 use tokio::sync::Notify;
 
-use super::board::{Board, Sub, SubKey};
+use super::board::{Board, BoardCell, Sub, SubKey};
 use super::outbox::Outbox;
 use super::plan::{self, Want};
 use super::render::render;
-use super::{Inner, SessionId};
+use super::{Inner, SessionId, State};
 use crate::error::{AppError, AppResult};
 use crate::keys;
 use crate::store::Page;
@@ -38,7 +38,7 @@ pub(super) async fn subscribe(
         )
     })?;
     let key = (session, view.kind());
-    let gen = register(inner, key, outbox, board, view, player);
+    let gen = register(inner, key, outbox, board, view, player)?;
     inner
         .wait_confirmed(&keys::events(board), SUBSCRIBE_CONFIRM_WAIT)
         .await;
@@ -61,8 +61,8 @@ struct Registered {
     rows: u64,
 }
 
-/// Registers the subscription (creating the board entry and its worker if needed); returns its
-/// generation.
+/// Registers the subscription (creating the board's cell and its worker if needed); returns its
+/// generation. Refused once the session left the hub (it is closing).
 fn register(
     inner: &Arc<Inner>,
     key: SubKey,
@@ -70,24 +70,41 @@ fn register(
     board: &Id,
     view: View,
     player: Option<Id>,
-) -> u64 {
+) -> AppResult<u64> {
     let mut st = inner.lock();
-    st.next_gen += 1;
-    let gen = st.next_gen;
-    let b = st.boards.entry(board.clone()).or_insert_with(|| {
-        let wake = Arc::new(Notify::new());
+    let State {
+        sessions,
+        boards,
+        next_gen,
+        ..
+    } = &mut *st;
+    let Some(session) = sessions.get_mut(&key.0) else {
+        return Err(closing());
+    };
+    let slot = (board.clone(), key.1);
+    if !session.views.contains(&slot) {
+        session.views.push(slot);
+    }
+    *next_gen += 1;
+    let gen = *next_gen;
+    let cell = boards.entry(board.clone()).or_insert_with(|| {
+        let cell = Arc::new(BoardCell::new(Board::new(Arc::new(Notify::new()))));
         tokio::spawn(super::worker::run(
             inner.clone(),
             board.clone(),
-            gen,
-            wake.clone(),
+            cell.clone(),
         ));
         inner.wake_subscribers();
-        Board::new(gen, wake)
+        cell
     });
-    b.subs
+    cell.lock()
+        .subs
         .insert(key, Sub::new(view, player, gen, outbox.clone()));
-    gen
+    Ok(gen)
+}
+
+fn closing() -> AppError {
+    AppError::new(ErrorCode::Unavailable, "the session is closing")
 }
 
 impl Inner {
@@ -107,19 +124,22 @@ impl Inner {
             rows,
         } = *sub;
         let slot = (board.clone(), key.1);
-        let mut st = self.lock();
-        let Some(b) = st.boards.get_mut(board) else {
-            return Err(AppError::new(
-                ErrorCode::Unavailable,
-                "the session is closing",
-            ));
+        let Some(cell) = self.cell(board) else {
+            return Err(closing());
         };
         let page = match page {
             Ok(p) => p,
             Err(e) => {
+                // Still ours: undo it (the registry first, then the board: the lock order), and
+                // drop a snapshot of the view it replaced.
+                let mut st = self.lock();
+                let mut b = cell.lock();
                 if b.subs.get(&key).is_some_and(|s| s.gen == gen) {
-                    // Still ours: undo it, and drop a snapshot of the view it replaced.
                     b.subs.remove(&key);
+                    drop(b);
+                    if let Some(s) = st.sessions.get_mut(&key.0) {
+                        s.views.retain(|v| *v != slot);
+                    }
                     self.forget_board_if_unwatched(&mut st, board);
                     drop(st);
                     outbox.drop_view(&slot);
@@ -127,6 +147,8 @@ impl Inner {
                 return Err(e);
             }
         };
+        let mut guard = cell.lock();
+        let b = &mut *guard;
         let built = render(board, want, rows, &page, &mut b.me, false);
         b.season.get_or_insert_with(|| page.season.clone());
         let behind = b.high_seq > page.seq;

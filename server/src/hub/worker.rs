@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use scorecast_shared::board::Ranking;
 use scorecast_shared::{Entry, Id, View};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::around::{Kept, Window};
-use super::board::Board;
+use super::board::{Board, BoardCell};
 use super::derive::Standings;
 use super::plan::{self, Plan, Planned, Want};
 use super::render::{render, render_me, Built};
@@ -63,8 +62,9 @@ struct Flushed {
 }
 
 /// Flushes one board's views, at most once per window (at least `coalesce_ms`: see
-/// [`next_window`]), until the board entry of `epoch` is gone.
-pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Notify>) {
+/// [`next_window`]), until the registry dropped its cell. Takes only the board's own lock.
+pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
+    let wake = cell.wake.clone();
     let coalesce = Duration::from_millis(inner.ws.coalesce_ms);
     let mut window = coalesce;
     let mut last_flush: Option<Instant> = None;
@@ -79,19 +79,21 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Noti
         }
         if config_read.is_none_or(|t| t.elapsed() >= CONFIG_EVERY) {
             config_read = Some(Instant::now());
-            inner.check_ranking(&board, epoch).await;
+            inner.check_ranking(&board, &cell).await;
         }
-        let plan = match plan::plan(inner.lock().boards.get_mut(&board), epoch) {
+        let plan = match plan::plan(&mut cell.lock()) {
             Planned::Gone => return,
             Planned::Nothing => continue,
             Planned::Flush(p) => p,
         };
         last_flush = Some(Instant::now());
         match inner.read_plan(&board, &plan).await {
-            Ok(pages) => window = next_window(window, coalesce, inner.offer(&board, plan, pages)),
+            Ok(pages) => {
+                window = next_window(window, coalesce, inner.offer(&board, &cell, plan, pages))
+            }
             Err(e) => {
                 tracing::debug!(%board, error = %e, "view flush failed; retrying");
-                inner.mark_dirty_again(&board, &plan);
+                mark_dirty_again(&cell, &plan);
                 tokio::time::sleep(FLUSH_RETRY).await;
                 wake.notify_one();
             }
@@ -102,7 +104,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Noti
 impl Inner {
     /// Reads whether the board ranks ordinally; a change (or the first read) makes every view
     /// recomputed and every `me` standing read again.
-    async fn check_ranking(&self, board: &Id, epoch: u64) {
+    async fn check_ranking(&self, board: &Id, cell: &BoardCell) {
         let ordinal = match self.store.board(board).await {
             Ok(cfg) => Some(matches!(cfg.ranking, Ranking::Ordinal)),
             Err(e) => {
@@ -110,10 +112,7 @@ impl Inner {
                 None
             }
         };
-        let mut st = self.lock();
-        let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == epoch) else {
-            return;
-        };
+        let mut b = cell.lock();
         // Also on the first read: the snapshots may have been taken under another ranking.
         if b.ordinal != ordinal {
             b.forget_standings();
@@ -171,11 +170,12 @@ impl Inner {
     }
 
     /// Offers the flush's messages to the subscriptions it was planned for.
-    fn offer(&self, board: &Id, plan: Plan, pages: Pages) -> Flushed {
-        let mut st = self.lock();
-        let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == plan.epoch) else {
+    fn offer(&self, board: &Id, cell: &BoardCell, plan: Plan, pages: Pages) -> Flushed {
+        let mut guard = cell.lock();
+        let b = &mut *guard;
+        if b.gone {
             return Flushed::default();
-        };
+        }
         let Pages { views, me: me_page } = pages;
         let (lowest, highest) = views
             .values()
@@ -315,16 +315,14 @@ impl Inner {
         }
         flushed
     }
+}
 
-    /// A flush failed: its views are to be recomputed at the next one.
-    fn mark_dirty_again(&self, board: &Id, plan: &Plan) {
-        let mut st = self.lock();
-        if let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == plan.epoch) {
-            b.dirty.any = true;
-            b.dirty.full = true;
-            b.dirty.resync |= plan.resync;
-        }
-    }
+/// A flush failed: its views are to be recomputed at the next one.
+fn mark_dirty_again(cell: &BoardCell, plan: &Plan) {
+    let mut b = cell.lock();
+    b.dirty.any = true;
+    b.dirty.full = true;
+    b.dirty.resync |= plan.resync;
 }
 
 #[cfg(test)]
