@@ -15,6 +15,7 @@
 //! | `events.rs`    | what a board's change event makes dirty                                  |
 //! | `commit.rs`    | this instance's own batches: each submitter's `me` update with its ack   |
 //! | `board.rs`     | one watched board's subscriptions and dirty state                        |
+//! | `changes.rs`   | what a flush takes from its board: dirty state, derived standings        |
 //! | `derive.rs`    | `me` ranks derived from the change events, where exact (pure)            |
 //! | `plan.rs`      | which views a flush recomputes and which reads serve them (pure)         |
 //! | `worker.rs`    | the per-board flush task: coalesce, read, offer                          |
@@ -29,6 +30,7 @@
 
 mod around;
 mod board;
+mod changes;
 mod commit;
 pub mod derive;
 mod events;

@@ -1,5 +1,7 @@
 //! Which views a flush recomputes, and the fewest reads that serve them. Pure: no lock, no
-//! Redis, no clock — the worker takes the lock, calls [`plan`] and does the reads outside it.
+//! Redis, no clock, no metrics, nothing changed — the worker takes the board's changes
+//! (`changes.rs`: the dirty state, the derivations), calls [`plan`], and does the reads outside
+//! the lock.
 //!
 //! Each *distinct* read is done once: one `top` read of the largest limit serves every `top`
 //! view; every (player, radius) window of the `around` views is read in one bulk call. `me`
@@ -12,9 +14,7 @@ use std::collections::HashSet;
 use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
 
-use super::board::{Board, Sub, SubKey};
-use super::derive::Move;
-use crate::metrics;
+use super::board::{Board, Dirty, SubKey};
 use crate::store::Read;
 
 /// One read a flush or a snapshot needs.
@@ -103,64 +103,24 @@ pub(super) fn meets(ranges: &[(u64, u64)], a: u64, b: u64) -> bool {
     ranges.get(i).is_some_and(|r| r.0 <= b)
 }
 
-/// What deriving did to an `around` view's kept window.
-enum Derivation {
-    /// Kept up to date, and no row changed: nothing to send.
-    Unchanged,
-    /// Kept up to date, and a row changed: sent from the kept rows, with no read.
-    Changed,
-    /// Not kept (never read, or a move made it inexact): read if a change reaches it.
-    Unknown,
+/// What a flush took from its board ([`super::changes::take`]): the dirty state since the last
+/// flush, whether `me` standings are derived from the events, and the `around` views whose kept
+/// window the events were applied to (true: a row changed).
+#[derive(Debug, Default)]
+pub(super) struct Changes {
+    pub dirty: Dirty,
+    /// `dirty.ranges`, sorted and merged.
+    pub ranges: Vec<(u64, u64)>,
+    pub derive: bool,
+    pub arounds: foldhash::HashMap<SubKey, bool>,
 }
 
-/// Brings an `around` view's kept window up to the events at hand (`around.rs`), when
-/// `derive` allows; otherwise, or where a move makes it inexact, forgets it.
-fn keep_around(sub: &mut Sub, derive: bool, moves: &[Move], seqs: &[(u64, usize)]) -> Derivation {
-    let Some(k) = sub.kept.as_mut().filter(|_| derive) else {
-        sub.kept = None;
-        return Derivation::Unknown;
-    };
-    let (Some(&(first, _)), Some(&(last, _))) = (seqs.first(), seqs.last()) else {
-        return Derivation::Unchanged;
-    };
-    if k.at + 1 < first {
-        // Events were consumed without it: stale.
-        sub.kept = None;
-        return Derivation::Unknown;
-    }
-    let Some(&(_, start)) = seqs.get(seqs.partition_point(|e| e.0 <= k.at)) else {
-        return Derivation::Unchanged;
-    };
-    match k.window.apply(&moves[start..]) {
-        Ok(changed) => {
-            k.at = k.at.max(last);
-            if changed {
-                Derivation::Changed
-            } else {
-                Derivation::Unchanged
-            }
-        }
-        Err(_) => {
-            sub.kept = None;
-            Derivation::Unknown
-        }
-    }
-}
-
-/// Takes the board's dirty state (unless the registry dropped the board) and decides which
-/// ready views to recompute.
-pub(super) fn plan(b: &mut Board) -> Planned {
-    if b.gone {
-        return Planned::Gone;
-    }
-    if !b.dirty.any {
-        return Planned::Nothing;
-    }
-    let d = std::mem::take(&mut b.dirty);
-    let moves = std::mem::take(&mut b.pending);
-    let seqs = std::mem::take(&mut b.pending_seqs);
-    let ranges = merge_ranges(d.ranges);
-    let in_ranges = |r: u64| meets(&ranges, r, r);
+/// Decides which ready views of `b` the changes reach and the fewest reads that serve them;
+/// `None` when none is reached. Pure: it reads the board and the changes and returns a value.
+pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
+    let d = &c.dirty;
+    let ranges = &c.ranges;
+    let in_ranges = |r: u64| meets(ranges, r, r);
     let mut plan = Plan {
         resync: d.resync,
         high_seq: b.high_seq,
@@ -169,26 +129,14 @@ pub(super) fn plan(b: &mut Board) -> Planned {
         me_reads: Vec::new(),
         targets: Vec::new(),
     };
-    // `me` from the change stream where exact: ordinal boards, in a known season, when no event
-    // was lost and nothing asks for everything to be read.
-    let derive = b.ordinal == Some(true) && b.season.is_some() && !d.full && !d.resync;
-    if derive {
-        let d = b.me.derive(&moves, &seqs);
-        if d.inconsistent {
-            tracing::warn!("a derived rank disagreed with its event; reading the standings");
-        }
-        metrics::ME_STANDINGS
-            .with_label_values(&["derived"])
-            .inc_by(d.derived);
-        b.counts.me_derived += d.derived;
-    }
+    let derive = c.derive;
     let mut reads = HashSet::new();
     let mut me_reads = HashSet::new();
-    for (key, sub) in b.subs.iter_mut() {
+    for (key, sub) in b.subs.iter() {
         if !sub.ready {
             continue;
         }
-        let force = std::mem::take(&mut sub.force) || d.full || d.resync;
+        let force = sub.force || d.full || d.resync;
         let mine = sub.player.as_ref().is_some_and(|p| d.players.contains(p));
         if let (View::Me, Some(p)) = (sub.view, sub.player.as_ref()) {
             // One lookup: the standing and whether the derivation just changed it.
@@ -207,29 +155,28 @@ pub(super) fn plan(b: &mut Board) -> Planned {
             continue;
         }
         if sub.view.kind() == ViewKind::Around {
-            match keep_around(sub, derive && !force, &moves, &seqs) {
-                Derivation::Unchanged => continue,
-                Derivation::Changed => {
-                    metrics::AROUND_WINDOWS
-                        .with_label_values(&["derived"])
-                        .inc();
-                    b.counts.around_derived += 1;
+            match c.arounds.get(key) {
+                // Kept up to date, and no row changed: nothing to send.
+                Some(false) => continue,
+                // Kept up to date, and a row changed: sent from the kept rows, with no read.
+                Some(true) => {
                     plan.targets.push((*key, sub.gen));
                     continue;
                 }
-                Derivation::Unknown => {}
+                // Not kept (never read, or a move made it inexact): read if a change reaches it.
+                None => {}
             }
         }
         let affected = force
             || match sub.view {
-                View::Top { limit } => d.total_changed || meets(&ranges, 1, limit.into()),
+                View::Top { limit } => d.total_changed || meets(ranges, 1, limit.into()),
                 View::Me => false,
                 // One past the window: a newcomer right below it can shift a window that
                 // sits at the bottom of the board.
                 View::Around { .. } => {
                     mine || sub
                         .window
-                        .is_some_and(|(a, z)| meets(&ranges, a, z.saturating_add(1)))
+                        .is_some_and(|(a, z)| meets(ranges, a, z.saturating_add(1)))
                 }
             };
         if !affected {
@@ -244,11 +191,11 @@ pub(super) fn plan(b: &mut Board) -> Planned {
         plan.targets.push((*key, sub.gen));
     }
     if plan.targets.is_empty() {
-        return Planned::Nothing;
+        return None;
     }
     plan.reads = reads.into_iter().collect();
     plan.me_reads = me_reads.into_iter().collect();
-    Planned::Flush(plan)
+    Some(plan)
 }
 
 #[cfg(test)]
@@ -259,6 +206,7 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::super::board::Sub;
+    use super::super::changes::plan_flush;
     use super::super::derive::Move;
     use super::super::outbox::Outbox;
     use super::*;
@@ -289,7 +237,7 @@ mod tests {
     }
 
     fn flush(b: &mut Board) -> Plan {
-        match plan(b) {
+        match plan_flush(b) {
             Planned::Flush(p) => p,
             other => panic!("expected a flush, got {other:?}"),
         }
@@ -319,9 +267,9 @@ mod tests {
     #[test]
     fn nothing_dirty_plans_nothing_and_a_replaced_board_is_gone() {
         let mut b = board();
-        assert!(matches!(plan(&mut b), Planned::Nothing));
+        assert!(matches!(plan_flush(&mut b), Planned::Nothing));
         b.gone = true;
-        assert!(matches!(plan(&mut b), Planned::Gone));
+        assert!(matches!(plan_flush(&mut b), Planned::Gone));
     }
 
     #[test]
@@ -387,7 +335,7 @@ mod tests {
         b.dirty.any = true;
         assert_eq!(sessions(&flush(&mut b)), [2]);
         b.dirty.any = true;
-        assert!(matches!(plan(&mut b), Planned::Nothing));
+        assert!(matches!(plan_flush(&mut b), Planned::Nothing));
     }
 
     /// The fixture on an ordinal board in a known season, with one event pending: `mover`
@@ -428,7 +376,7 @@ mod tests {
     #[test]
     fn a_move_elsewhere_sends_nothing_and_the_standing_keeps_up() {
         let mut b = derivable("carol", Some(60), Some(55));
-        assert!(matches!(plan(&mut b), Planned::Nothing));
+        assert!(matches!(plan_flush(&mut b), Planned::Nothing));
         assert_eq!(
             b.me.get(&id("alice")).and_then(|m| m.at),
             Some(2),
@@ -450,6 +398,27 @@ mod tests {
         let mut b = derivable("alice", Some(49), Some(3));
         let p = flush(&mut b);
         assert_eq!(p.me_reads, vec![id("alice")]);
+    }
+
+    /// `plan` only reads: the same board and changes plan the same flush twice, and the board's
+    /// dirty state and forced views are left as they were.
+    #[test]
+    fn plan_changes_nothing() {
+        let mut b = board();
+        b.subs
+            .get_mut(&(2, ViewKind::Me))
+            .expect("in the fixture")
+            .force = true;
+        let c = Changes {
+            ranges: vec![(3, 5)],
+            ..Changes::default()
+        };
+        let one = plan(&b, &c).expect("top and the forced me");
+        let two = plan(&b, &c).expect("the same");
+        assert_eq!(format!("{one:?}"), format!("{two:?}"));
+        assert_eq!(sessions(&one), [1, 2]);
+        assert!(b.subs[&(2, ViewKind::Me)].force, "still forced");
+        assert!(plan(&b, &Changes::default()).is_some(), "the forced view");
     }
 
     #[test]

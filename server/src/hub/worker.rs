@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::around::{Kept, Window};
 use super::board::{Board, BoardCell};
+use super::changes;
 use super::derive::Standings;
 use super::plan::{self, Plan, Planned, Want};
 use super::render::{render, render_me, Built};
@@ -81,7 +82,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
             config_read = Some(Instant::now());
             inner.check_ranking(&board, &cell).await;
         }
-        let plan = match plan::plan(&mut cell.lock()) {
+        let plan = match changes::plan_flush(&mut cell.lock()) {
             Planned::Gone => return,
             Planned::Nothing => continue,
             Planned::Flush(p) => p,
