@@ -6,6 +6,7 @@
 //! board, nor for a subscribe or a disconnect elsewhere. The registry (`mod.rs`) only maps the
 //! board's id to its cell.
 
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,7 @@ use tokio::sync::Notify;
 use super::around::Kept;
 use super::derive::{Move, Standings};
 use super::outbox::Outbox;
+use super::worker::Stretch;
 use super::SessionId;
 
 /// A subscription: one session's view of one kind on the board.
@@ -28,6 +30,10 @@ pub(super) struct BoardCell {
     state: Mutex<Board>,
     /// The board's worker waits on this.
     pub wake: Arc<Notify>,
+    /// The players' window the worker flushes `me` and `around` views at (`worker.rs`), in µs,
+    /// and why it is stretched (0: it is not; else 1 + the [`Stretch`] index), for `/metrics`.
+    window_us: AtomicU64,
+    stretch: AtomicU8,
 }
 
 impl BoardCell {
@@ -35,7 +41,30 @@ impl BoardCell {
         BoardCell {
             wake: board.wake.clone(),
             state: Mutex::new(board),
+            window_us: AtomicU64::new(0),
+            stretch: AtomicU8::new(0),
         }
+    }
+
+    /// Records the worker's players' window after a flush, and the cause of its stretch
+    /// (`None`: not stretched).
+    pub fn set_window(&self, window: Duration, stretched_by: Option<Stretch>) {
+        self.window_us
+            .store(window.as_micros() as u64, Ordering::Relaxed);
+        let cause = stretched_by.map_or(0, |c| 1 + c as u8);
+        self.stretch.store(cause, Ordering::Relaxed);
+    }
+
+    /// The players' window (zero before the first flush of players' views) and the cause of its
+    /// last stretch.
+    pub fn window(&self) -> (Duration, Option<Stretch>) {
+        let w = Duration::from_micros(self.window_us.load(Ordering::Relaxed));
+        let cause = match self.stretch.load(Ordering::Relaxed) {
+            1 => Some(Stretch::SessionsBehind),
+            2 => Some(Stretch::FlushBudget),
+            _ => None,
+        };
+        (w, cause)
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Board> {

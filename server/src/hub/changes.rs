@@ -5,22 +5,47 @@
 
 use super::board::{Board, Sub};
 use super::derive::Move;
-use super::plan::{self, merge_ranges, Changes, Planned};
+use super::plan::{self, merge_ranges, Changes, Planned, Want};
 use crate::metrics;
+use scorecast_shared::protocol::ViewKind;
 
 /// Takes the board's changes and plans its flush: [`Planned::Gone`] once the registry dropped
 /// the board, [`Planned::Nothing`] when no view is reached. The views planned for are no longer
-/// forced (they are recomputed by this flush).
-pub(super) fn plan_flush(b: &mut Board) -> Planned {
+/// forced (they are recomputed by this flush). When `players_due` is false (the players' window
+/// is stretched and has not elapsed: `worker.rs`), only `top` views are flushed; the `me` and
+/// `around` views the changes reached are forced for the flush that serves them (the plan says
+/// [`plan::Plan::players_later`], or [`Planned::Later`] when nothing else is to be flushed).
+pub(super) fn plan_flush(b: &mut Board, players_due: bool) -> Planned {
     if b.gone {
         return Planned::Gone;
     }
     let Some(c) = take(b) else {
         return Planned::Nothing;
     };
-    let Some(plan) = plan::plan(b, &c) else {
+    let Some(mut plan) = plan::plan(b, &c) else {
         return Planned::Nothing;
     };
+    if !players_due {
+        let before = plan.targets.len();
+        plan.targets.retain(|((sid, kind), _)| {
+            let top = *kind == ViewKind::Top;
+            if !top {
+                if let Some(s) = b.subs.get_mut(&(*sid, *kind)) {
+                    s.force = true;
+                }
+            }
+            top
+        });
+        plan.players_later = plan.targets.len() < before;
+        // The forced views make the board dirty for the flush that serves them (the worker
+        // wakes for it when their window elapses).
+        b.dirty.any |= plan.players_later;
+        plan.me_reads.clear();
+        plan.reads.retain(|w| *w == Want::Top);
+        if plan.targets.is_empty() {
+            return Planned::Later;
+        }
+    }
     for (key, _) in &plan.targets {
         if let Some(s) = b.subs.get_mut(key) {
             s.force = false;

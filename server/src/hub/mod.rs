@@ -191,6 +191,18 @@ impl Hub {
         [("top", n[0]), ("me", n[1]), ("around", n[2])]
     }
 
+    /// The longest players' (`me`, `around`) coalescing window among the watched boards, and why
+    /// it is stretched (`none`, `sessions_behind`, `flush_budget`), for `/metrics`.
+    pub fn views_window(&self) -> (Duration, &'static str) {
+        let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
+        cells
+            .iter()
+            .map(|c| c.window())
+            .max_by_key(|(w, _)| *w)
+            .map(|(w, c)| (w, c.map_or("none", worker::Stretch::label)))
+            .unwrap_or((Duration::ZERO, "none"))
+    }
+
     /// Starts the graceful shutdown of every session: each finishes its in-flight submissions,
     /// sends their answers and closes with 1001.
     pub fn shutdown(&self) {

@@ -73,6 +73,9 @@ pub(super) struct Plan {
     pub me_reads: Vec<Id>,
     /// The subscriptions to offer the results to, each with the generation planned for.
     pub targets: Vec<(SubKey, u64)>,
+    /// `me` and `around` views the changes reached were left for when the players' window
+    /// elapses (only `top` views are in this flush).
+    pub players_later: bool,
 }
 
 #[derive(Debug)]
@@ -80,6 +83,8 @@ pub(super) enum Planned {
     /// The board entry is gone (nobody watches it): the worker ends.
     Gone,
     Nothing,
+    /// Only `me` and `around` views were reached, and their window has not elapsed.
+    Later,
     Flush(Plan),
 }
 
@@ -128,6 +133,7 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
         reads: Vec::new(),
         me_reads: Vec::new(),
         targets: Vec::new(),
+        players_later: false,
     };
     let derive = c.derive;
     let mut reads = HashSet::new();
@@ -237,7 +243,7 @@ mod tests {
     }
 
     fn flush(b: &mut Board) -> Plan {
-        match plan_flush(b) {
+        match plan_flush(b, true) {
             Planned::Flush(p) => p,
             other => panic!("expected a flush, got {other:?}"),
         }
@@ -267,9 +273,9 @@ mod tests {
     #[test]
     fn nothing_dirty_plans_nothing_and_a_replaced_board_is_gone() {
         let mut b = board();
-        assert!(matches!(plan_flush(&mut b), Planned::Nothing));
+        assert!(matches!(plan_flush(&mut b, true), Planned::Nothing));
         b.gone = true;
-        assert!(matches!(plan_flush(&mut b), Planned::Gone));
+        assert!(matches!(plan_flush(&mut b, true), Planned::Gone));
     }
 
     #[test]
@@ -335,7 +341,7 @@ mod tests {
         b.dirty.any = true;
         assert_eq!(sessions(&flush(&mut b)), [2]);
         b.dirty.any = true;
-        assert!(matches!(plan_flush(&mut b), Planned::Nothing));
+        assert!(matches!(plan_flush(&mut b, true), Planned::Nothing));
     }
 
     /// The fixture on an ordinal board in a known season, with one event pending: `mover`
@@ -376,7 +382,7 @@ mod tests {
     #[test]
     fn a_move_elsewhere_sends_nothing_and_the_standing_keeps_up() {
         let mut b = derivable("carol", Some(60), Some(55));
-        assert!(matches!(plan_flush(&mut b), Planned::Nothing));
+        assert!(matches!(plan_flush(&mut b, true), Planned::Nothing));
         assert_eq!(
             b.me.get(&id("alice")).and_then(|m| m.at),
             Some(2),
@@ -419,6 +425,26 @@ mod tests {
         assert_eq!(sessions(&one), [1, 2]);
         assert!(b.subs[&(2, ViewKind::Me)].force, "still forced");
         assert!(plan(&b, &Changes::default()).is_some(), "the forced view");
+    }
+
+    /// While the players' window has not elapsed only `top` is flushed; the `me` and `around`
+    /// views the change reached wait, forced, for the flush that serves them.
+    #[test]
+    fn player_views_wait_for_their_window_and_top_does_not() {
+        let mut b = board();
+        b.dirty.any = true;
+        b.dirty.ranges = vec![(1, 60)];
+        let p = match plan_flush(&mut b, false) {
+            Planned::Flush(p) => p,
+            other => panic!("expected a top flush, got {other:?}"),
+        };
+        assert_eq!(sessions(&p), [1]);
+        assert!(p.players_later && p.me_reads.is_empty());
+        assert_eq!(p.reads, vec![Want::Top]);
+        assert!(b.dirty.any, "the waiting views keep the board dirty");
+        assert!(matches!(plan_flush(&mut b, false), Planned::Later));
+        assert_eq!(sessions(&flush(&mut b)), [2, 3], "their window elapsed");
+        assert!(matches!(plan_flush(&mut b, true), Planned::Nothing));
     }
 
     #[test]
