@@ -628,3 +628,81 @@ async fn an_around_window_is_derived_from_the_events() {
         "the window was read, not derived: {before:?} -> {after:?}"
     );
 }
+
+/// 2 000 players each watch `me` and submit a burst, all at once; once the burst stopped, every
+/// player's last `me` push equals its standing read from Redis (`ZSCORE`/`ZREVRANK`), each
+/// awaited with a deadline: no view is left behind by the hub's coalescing or its stretched
+/// windows (at most 1 s), whatever the flushes deferred or derived meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_burst_every_me_view_of_two_thousand_players_converges() {
+    const N: usize = 2000;
+    const BURST: usize = 3;
+    /// Connections opened at a time.
+    const BATCH: usize = 200;
+    let app = spawn_app_with(
+        |s| {
+            s.max_conns_per_addr = 0;
+            s.public_limit.limit = 100_000;
+        },
+        Clock::Redis,
+    )
+    .await;
+    let board = "converge";
+    app.board(board, json!({"op": "set"})).await;
+    let app = &app;
+    let mut clients = Vec::with_capacity(N);
+    while clients.len() < N {
+        let first = clients.len();
+        clients.extend(
+            join_all((first..(first + BATCH).min(N)).map(|p| async move {
+                let mut ws = WsClient::connect(&app.ws_url()).await;
+                let hello = ws.hello(&app.token(&format!("cv{p}"), None)).await;
+                assert_eq!(hello["type"], "welcome", "{hello}");
+                let snap = ws.subscribe(board, "me", json!({})).await;
+                assert_eq!(snap["type"], "rank", "{snap}");
+                (ws, snap)
+            }))
+            .await,
+        );
+    }
+    // The burst: every player's submissions in flight together, then their acks.
+    let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 5000) as i64 + 1;
+    let clients = join_all(clients.into_iter().enumerate().map(|(p, (mut ws, mut last))| async move {
+        for i in 0..BURST {
+            ws.send_json(json!({"type": "submit", "id": format!("c{i}"), "board": board, "points": points(p, i)}))
+                .await;
+        }
+        let mut acks = 0;
+        while acks < BURST {
+            match ws.next_within(Duration::from_secs(60)).await {
+                Some(Incoming::Json(v)) if v["type"] == "ack" => acks += 1,
+                Some(Incoming::Json(v)) if v["type"] == "rank" => last = v,
+                other => panic!("cv{p}: expected an ack or a push, got {other:?}"),
+            }
+        }
+        (ws, last)
+    }))
+    .await;
+    let mut redis = app.redis_conn().await;
+    let key = format!("lb:{{{board}}}:s:all");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut differ = Vec::new();
+    for (p, (mut ws, last)) in clients.into_iter().enumerate() {
+        let player = format!("cv{p}");
+        let rank: Option<u64> = redis.zrevrank(&key, &player).await.unwrap();
+        let score: Option<f64> = redis.zscore(&key, &player).await.unwrap();
+        let stored = json!({"score": score.map(|s| s as i64), "rank": rank.map(|r| r + 1)});
+        assert!(rank.is_some(), "{player} is on the board");
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let last = last_rank_until(&mut ws, last, &stored, left).await;
+        if !shows(&last, &stored) {
+            differ.push(format!("{player}: last push {last}, stored {stored}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {N} players differ: {:?}",
+        differ.len(),
+        &differ[..differ.len().min(5)]
+    );
+}
