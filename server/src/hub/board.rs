@@ -81,7 +81,16 @@ pub(super) struct Board {
     /// Set when the registry dropped the board (nobody watches it): its worker ends, and a later
     /// subscribe makes a new cell.
     pub gone: bool,
+    /// Every subscription; change it through [`Board::insert_sub`] and [`Board::remove_sub`],
+    /// which keep the indexes below.
     pub subs: foldhash::HashMap<SubKey, Sub>,
+    /// The sessions watching each player's `me` here: a flush that derived the standings visits
+    /// only the views of the players whose standing changed (`plan.rs`), not every view.
+    pub me_watchers: foldhash::HashMap<Id, Vec<SessionId>>,
+    /// The `top` and `around` subscriptions.
+    pub others: foldhash::HashSet<SubKey>,
+    /// Subscriptions whose `force` is set (may hold some that were removed or served since).
+    pub forced: foldhash::HashSet<SubKey>,
     pub dirty: Dirty,
     pub wake: Arc<Notify>,
     /// The last event's seq: pub/sub delivers in publish order, so a smaller one means Redis
@@ -220,6 +229,9 @@ impl Board {
         Board {
             gone: false,
             subs: Default::default(),
+            me_watchers: Default::default(),
+            others: Default::default(),
+            forced: Default::default(),
             dirty: Dirty::default(),
             wake,
             last_event_seq: 0,
@@ -230,6 +242,46 @@ impl Board {
             pending_seqs: Vec::new(),
             ordinal: None,
             counts: ViewCounts::default(),
+        }
+    }
+
+    /// Adds or replaces a subscription.
+    pub fn insert_sub(&mut self, key: SubKey, sub: Sub) {
+        self.remove_sub(&key);
+        match (sub.view, &sub.player) {
+            (View::Me, Some(p)) => self.me_watchers.entry(p.clone()).or_default().push(key.0),
+            _ => {
+                self.others.insert(key);
+            }
+        }
+        self.subs.insert(key, sub);
+    }
+
+    /// Removes a subscription (if there is one).
+    pub fn remove_sub(&mut self, key: &SubKey) -> Option<Sub> {
+        let sub = self.subs.remove(key)?;
+        self.forced.remove(key);
+        match (sub.view, &sub.player) {
+            (View::Me, Some(p)) => {
+                if let Some(w) = self.me_watchers.get_mut(p) {
+                    w.retain(|sid| *sid != key.0);
+                    if w.is_empty() {
+                        self.me_watchers.remove(p);
+                    }
+                }
+            }
+            _ => {
+                self.others.remove(key);
+            }
+        }
+        Some(sub)
+    }
+
+    /// The subscription is recomputed at the next flush whatever the events say.
+    pub fn force(&mut self, key: SubKey) {
+        if let Some(s) = self.subs.get_mut(&key) {
+            s.force = true;
+            self.forced.insert(key);
         }
     }
 

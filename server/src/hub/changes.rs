@@ -27,12 +27,10 @@ pub(super) fn plan_flush(b: &mut Board, players_due: bool) -> Planned {
     };
     if !players_due {
         let before = plan.targets.len();
-        plan.targets.retain(|((sid, kind), _)| {
-            let top = *kind == ViewKind::Top;
+        plan.targets.retain(|(key, _)| {
+            let top = key.1 == ViewKind::Top;
             if !top {
-                if let Some(s) = b.subs.get_mut(&(*sid, *kind)) {
-                    s.force = true;
-                }
+                b.force(*key);
             }
             top
         });
@@ -41,6 +39,7 @@ pub(super) fn plan_flush(b: &mut Board, players_due: bool) -> Planned {
         // wakes for it when their window elapses).
         b.dirty.any |= plan.players_later;
         plan.me_reads.clear();
+        plan.me_known = None;
         plan.reads.retain(|w| *w == Want::Top);
         if plan.targets.is_empty() {
             return Planned::Later;
@@ -50,6 +49,10 @@ pub(super) fn plan_flush(b: &mut Board, players_due: bool) -> Planned {
         if let Some(s) = b.subs.get_mut(key) {
             s.force = false;
         }
+    }
+    if players_due {
+        let subs = &b.subs;
+        b.forced.retain(|k| subs.get(k).is_some_and(|s| s.force));
     }
     Planned::Flush(plan)
 }

@@ -144,7 +144,7 @@ impl Member {
             s.views.retain(|v| *v != key);
         }
         if let Some(cell) = st.boards.get(board).cloned() {
-            cell.lock().subs.remove(&(self.id, kind));
+            cell.lock().remove_sub(&(self.id, kind));
             inner.forget_board_if_unwatched(&mut st, board);
         }
         drop(st);
@@ -169,7 +169,7 @@ impl Drop for Member {
             }
             for (board, kind) in &entry.views {
                 if let Some(cell) = st.boards.get(board).cloned() {
-                    cell.lock().subs.remove(&(self.id, *kind));
+                    cell.lock().remove_sub(&(self.id, *kind));
                     inner.forget_board_if_unwatched(&mut st, board);
                 }
             }

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
 
-use super::board::{Board, Dirty, SubKey};
+use super::board::{Board, Dirty, Sub, SubKey};
 use crate::store::Read;
 
 /// One read a flush or a snapshot needs.
@@ -76,6 +76,9 @@ pub(super) struct Plan {
     /// `me` and `around` views the changes reached were left for when the players' window
     /// elapses (only `top` views are in this flush).
     pub players_later: bool,
+    /// Set when the flush reads every watcher's unknown standing: the standings' loss count
+    /// it covers (`Standings::mark_known`, once read).
+    pub me_known: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -134,13 +137,14 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
         me_reads: Vec::new(),
         targets: Vec::new(),
         players_later: false,
+        me_known: None,
     };
     let derive = c.derive;
     let mut reads = HashSet::new();
     let mut me_reads = HashSet::new();
-    for (key, sub) in b.subs.iter() {
+    let mut visit = |key: &SubKey, sub: &Sub| {
         if !sub.ready {
-            continue;
+            return;
         }
         let force = sub.force || d.full || d.resync;
         let mine = sub.player.as_ref().is_some_and(|p| d.players.contains(p));
@@ -158,16 +162,16 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
             if read || (derive && (force || changed == Some(true))) {
                 plan.targets.push((*key, sub.gen));
             }
-            continue;
+            return;
         }
         if sub.view.kind() == ViewKind::Around {
             match c.arounds.get(key) {
                 // Kept up to date, and no row changed: nothing to send.
-                Some(false) => continue,
+                Some(false) => return,
                 // Kept up to date, and a row changed: sent from the kept rows, with no read.
                 Some(true) => {
                     plan.targets.push((*key, sub.gen));
-                    continue;
+                    return;
                 }
                 // Not kept (never read, or a move made it inexact): read if a change reaches it.
                 None => {}
@@ -186,16 +190,48 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
                 }
             };
         if !affected {
-            continue;
+            return;
         }
         // Player views always have a player (checked at subscribe).
         let Some(want) = Want::of(sub.view, sub.player.as_ref()) else {
-            continue;
+            return;
         };
         plan.top_limit = plan.top_limit.max(rows(sub.view));
         reads.insert(want);
         plan.targets.push((*key, sub.gen));
+    };
+    if derive && b.me.all_known() {
+        // Every watcher's standing is known and derived: the `me` views to visit are those of
+        // the players the derivation changed, and the forced ones (visited once: a forced view
+        // is left to the second loop), beside the `top` and `around` views. O(changes), not
+        // O(views).
+        for p in b.me.changed_players() {
+            for sid in b.me_watchers.get(p).into_iter().flatten() {
+                let key = (*sid, ViewKind::Me);
+                if let Some(sub) = b.subs.get(&key).filter(|s| !s.force) {
+                    visit(&key, sub);
+                }
+            }
+        }
+        let forced_me = b.forced.iter().filter(|k| k.1 == ViewKind::Me);
+        for key in forced_me {
+            if let Some(sub) = b.subs.get(key).filter(|s| s.force) {
+                visit(key, sub);
+            }
+        }
+        for key in &b.others {
+            if let Some(sub) = b.subs.get(key) {
+                visit(key, sub);
+            }
+        }
+    } else {
+        for (key, sub) in b.subs.iter() {
+            visit(key, sub);
+        }
     }
+    // A derived flush that visited every view read every unknown standing of a watcher.
+    let me_known = (derive && !b.me.all_known()).then(|| b.me.lost_gen());
+    plan.me_known = me_known;
     if plan.targets.is_empty() {
         return None;
     }
@@ -229,7 +265,7 @@ mod tests {
         let mut add = |sid, view, player: Option<&str>| {
             let mut s = Sub::new(view, player.map(id), sid, outbox.clone());
             s.ready = true;
-            b.subs.insert((sid, view.kind()), s);
+            b.insert_sub((sid, view.kind()), s);
         };
         add(1, View::Top { limit: 10 }, None);
         add(2, View::Me, Some("alice"));
@@ -453,7 +489,7 @@ mod tests {
         let outbox = Arc::new(Outbox::new(8));
         let mut s = Sub::new(View::Top { limit: 50 }, None, 4, outbox);
         s.ready = true;
-        b.subs.insert((4, ViewKind::Top), s);
+        b.insert_sub((4, ViewKind::Top), s);
         b.dirty.any = true;
         b.dirty.full = true;
         let p = flush(&mut b);

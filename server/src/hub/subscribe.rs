@@ -98,8 +98,7 @@ fn register(
         cell
     });
     cell.lock()
-        .subs
-        .insert(key, Sub::new(view, player, gen, outbox.clone()));
+        .insert_sub(key, Sub::new(view, player, gen, outbox.clone()));
     Ok(gen)
 }
 
@@ -135,7 +134,7 @@ impl Inner {
                 let mut st = self.lock();
                 let mut b = cell.lock();
                 if b.subs.get(&key).is_some_and(|s| s.gen == gen) {
-                    b.subs.remove(&key);
+                    b.remove_sub(&key);
                     drop(b);
                     if let Some(s) = st.sessions.get_mut(&key.0) {
                         s.views.retain(|v| *v != slot);
@@ -160,7 +159,7 @@ impl Inner {
             outbox.offer_view(&slot.0, slot.1, built.text);
             if behind {
                 // Events newer than the snapshot were seen before it was ready: catch up.
-                sub.force = true;
+                b.force(key);
                 b.dirty.any = true;
                 b.wake.notify_one();
             }

@@ -286,6 +286,10 @@ impl Inner {
                 b.me.learn(p, e.map(|e| e.score), e.map(|e| e.rank), page.seq);
             }
         }
+        if let Some(lost) = plan.me_known {
+            // Every watcher's unknown standing was read by this flush.
+            b.me.mark_known(lost);
+        }
         let Some(season) = b.season.clone() else {
             return Flushed::default();
         };
@@ -300,6 +304,7 @@ impl Inner {
         let mut derived_pages: HashMap<Want, Page> = HashMap::new();
         let Board {
             subs,
+            forced,
             me,
             dirty,
             wake,
@@ -323,6 +328,7 @@ impl Inner {
                     // Held back for the player's ack to carry it (`Sub::held_for_ack`).
                     if !plan.resync && sub.held_for_ack(now, window) {
                         sub.force = true;
+                        forced.insert(key);
                         held = true;
                         continue;
                     }
@@ -334,6 +340,7 @@ impl Inner {
                         // watchers most of them were). It is rendered at a next flush instead,
                         // from the standing then, once the session caught up.
                         sub.force = true;
+                        forced.insert(key);
                         flushed.deferred += 1;
                         continue;
                     }
