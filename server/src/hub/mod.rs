@@ -1,24 +1,28 @@
 //! The per-instance hub: who is connected, who watches what, and the Redis pub/sub feed.
 //!
-//! One hub per server instance, behind a cloneable [`Hub`] handle whose state is plain maps under
-//! one std `Mutex`, held only for map updates and never across an `.await` (mini-redis's `db.rs`
-//! reasoning): every Redis read happens outside it. Each file has one job:
+//! One hub per server instance, behind a cloneable [`Hub`] handle. Its state is in two parts, each
+//! plain maps under a std `Mutex` held only for map updates and never across an `.await`
+//! (mini-redis's `db.rs` reasoning; every Redis read happens outside them): the *registry*
+//! ([`State`]: sessions and the views each holds, players, addresses, confirmed channels, the
+//! watched boards by id), and one [`board::BoardCell`] per watched board (its views, standings and
+//! dirty state), so a board's flush never blocks another board or the registry. Lock order:
+//! registry, then board. Each file has one job:
 //!
 //! | file           | what it decides                                                          |
 //! |----------------|--------------------------------------------------------------------------|
-//! | `mod.rs`       | the handle, the shared state, start and graceful shutdown                |
-//! | `members.rs`   | admission per client address, the session and player registry           |
+//! | `mod.rs`       | the handle, the registry, start and graceful shutdown                    |
+//! | `members.rs`   | admission per client address, sessions and players; a session's drop     |
 //! | `outbox.rs`    | a session's bounded outbound queue (the hub offers, the session writes)  |
 //! | `subscribe.rs` | a new view: register, wait for its channel, read and queue the snapshot  |
 //! | `pubsub.rs`    | the dedicated pub/sub connection and which channels it carries           |
 //! | `sharded.rs`   | on a cluster: board events on sharded channels, one connection per master |
 //! | `events.rs`    | what a board's change event makes dirty                                  |
 //! | `commit.rs`    | this instance's own batches: each submitter's `me` update with its ack   |
-//! | `board.rs`     | one watched board's subscriptions and dirty state                        |
-//! | `changes.rs`   | what a flush takes from its board: dirty state, derived standings        |
+//! | `board.rs`     | one watched board's cell: subscriptions (indexed), dirty state           |
+//! | `changes.rs`   | what a flush takes from its board: dirty state, derivations, metrics     |
 //! | `derive.rs`    | `me` ranks derived from the change events, where exact (pure)            |
 //! | `plan.rs`      | which views a flush recomputes and which reads serve them (pure)         |
-//! | `worker.rs`    | the per-board flush task: coalesce, read, offer                          |
+//! | `worker.rs`    | the per-board flush task: coalesce, read, offer; the push budget         |
 //! | `render.rs`    | what a view's message says, and the hash that tells whether it changed   |
 //! | `notify.rs`    | `notify` pushes, here and on the other instances                         |
 //!
