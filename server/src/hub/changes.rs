@@ -5,55 +5,51 @@
 
 use super::board::{Board, Sub};
 use super::derive::Move;
-use super::plan::{self, merge_ranges, Changes, Planned, Want};
+use super::plan::{self, merge_ranges, Changes, Planned};
 use crate::metrics;
-use scorecast_shared::protocol::ViewKind;
 
 /// Takes the board's changes and plans its flush: [`Planned::Gone`] once the registry dropped
 /// the board, [`Planned::Nothing`] when no view is reached. The views planned for are no longer
 /// forced (they are recomputed by this flush). When `players_due` is false (the players' window
-/// is stretched and has not elapsed: `worker.rs`), only `top` views are flushed; the `me` and
-/// `around` views the changes reached are forced for the flush that serves them (the plan says
-/// [`plan::Plan::players_later`], or [`Planned::Later`] when nothing else is to be flushed).
+/// is stretched and has not elapsed: `worker.rs`), only `top` views are flushed, planned from a
+/// look at the dirty state, which is left whole (moves, ranges) for the flush that serves the
+/// `me` and `around` views ([`plan::Plan::players_later`]; [`Planned::Later`] when no `top`
+/// view is reached).
 pub(super) fn plan_flush(b: &mut Board, players_due: bool) -> Planned {
     if b.gone {
         return Planned::Gone;
     }
+    // A resync or a full recompute is never split: every view goes in one flush.
+    let players_due = players_due || b.dirty.full || b.dirty.resync;
+    if !players_due {
+        // Only `top`, from a look at the dirty state: the state, the pending moves and the
+        // derivation are left whole for the players' flush (no `me` view is visited here).
+        if !b.dirty.any {
+            return Planned::Nothing;
+        }
+        let Some(plan) = plan::plan_top(b) else {
+            return Planned::Later;
+        };
+        for (key, _) in &plan.targets {
+            if let Some(s) = b.subs.get_mut(key) {
+                s.force = false;
+            }
+        }
+        return Planned::Flush(plan);
+    }
     let Some(c) = take(b) else {
         return Planned::Nothing;
     };
-    let Some(mut plan) = plan::plan(b, &c) else {
+    let Some(plan) = plan::plan(b, &c) else {
         return Planned::Nothing;
     };
-    if !players_due {
-        let before = plan.targets.len();
-        plan.targets.retain(|(key, _)| {
-            let top = key.1 == ViewKind::Top;
-            if !top {
-                b.force(*key);
-            }
-            top
-        });
-        plan.players_later = plan.targets.len() < before;
-        // The forced views make the board dirty for the flush that serves them (the worker
-        // wakes for it when their window elapses).
-        b.dirty.any |= plan.players_later;
-        plan.me_reads.clear();
-        plan.me_known = None;
-        plan.reads.retain(|w| *w == Want::Top);
-        if plan.targets.is_empty() {
-            return Planned::Later;
-        }
-    }
     for (key, _) in &plan.targets {
         if let Some(s) = b.subs.get_mut(key) {
             s.force = false;
         }
     }
-    if players_due {
-        let subs = &b.subs;
-        b.forced.retain(|k| subs.get(k).is_some_and(|s| s.force));
-    }
+    let subs = &b.subs;
+    b.forced.retain(|k| subs.get(k).is_some_and(|s| s.force));
     Planned::Flush(plan)
 }
 
@@ -82,10 +78,11 @@ fn take(b: &mut Board) -> Option<Changes> {
     }
     let mut arounds = foldhash::HashMap::default();
     let all = dirty.full || dirty.resync;
-    for (key, sub) in b.subs.iter_mut() {
-        if !sub.ready || sub.kept.is_none() {
+    // Kept windows are `around` views': among the `top` and `around` ones, not every view.
+    for key in &b.others {
+        let Some(sub) = b.subs.get_mut(key).filter(|s| s.ready && s.kept.is_some()) else {
             continue;
-        }
+        };
         let exact = derive && !all && !sub.force;
         if let Some(changed) = keep_around(sub, exact, &moves, &seqs) {
             if changed {

@@ -123,6 +123,47 @@ pub(super) struct Changes {
     pub arounds: foldhash::HashMap<SubKey, bool>,
 }
 
+/// The `top` views of `b` its dirty state reaches, planned without taking that state (the
+/// players' flush takes it later): a `top N` view is reached by a join or a removal, a move
+/// within its first `N` ranks, or its being forced. `None` when none is. Pure.
+pub(super) fn plan_top(b: &Board) -> Option<Plan> {
+    let d = &b.dirty;
+    let mut plan = Plan {
+        resync: d.resync,
+        high_seq: b.high_seq,
+        top_limit: 0,
+        reads: Vec::new(),
+        me_reads: Vec::new(),
+        targets: Vec::new(),
+        players_later: true,
+        me_known: None,
+    };
+    for key in b.others.iter().filter(|k| k.1 == ViewKind::Top) {
+        let Some(sub) = b.subs.get(key).filter(|s| s.ready) else {
+            continue;
+        };
+        let View::Top { limit } = sub.view else {
+            continue;
+        };
+        let limit = u64::from(limit);
+        // A range (lo, hi) with 1 ≤ lo ≤ hi meets [1, limit] when it starts by `limit`.
+        let reached = sub.force
+            || d.full
+            || d.resync
+            || d.total_changed
+            || d.ranges.iter().any(|r| r.0 <= limit);
+        if reached {
+            plan.top_limit = plan.top_limit.max(limit);
+            plan.targets.push((*key, sub.gen));
+        }
+    }
+    if plan.targets.is_empty() {
+        return None;
+    }
+    plan.reads.push(Want::Top);
+    Some(plan)
+}
+
 /// Decides which ready views of `b` the changes reach and the fewest reads that serve them;
 /// `None` when none is reached. Pure: it reads the board and the changes and returns a value.
 pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
@@ -463,8 +504,9 @@ mod tests {
         assert!(plan(&b, &Changes::default()).is_some(), "the forced view");
     }
 
-    /// While the players' window has not elapsed only `top` is flushed; the `me` and `around`
-    /// views the change reached wait, forced, for the flush that serves them.
+    /// While the players' window has not elapsed only `top` is flushed, from a look at the
+    /// dirty state: the state and the pending moves are left whole, and the `me` and `around`
+    /// views the change reached are served when their window elapsed.
     #[test]
     fn player_views_wait_for_their_window_and_top_does_not() {
         let mut b = board();
@@ -477,10 +519,22 @@ mod tests {
         assert_eq!(sessions(&p), [1]);
         assert!(p.players_later && p.me_reads.is_empty());
         assert_eq!(p.reads, vec![Want::Top]);
-        assert!(b.dirty.any, "the waiting views keep the board dirty");
-        assert!(matches!(plan_flush(&mut b, false), Planned::Later));
-        assert_eq!(sessions(&flush(&mut b)), [2, 3], "their window elapsed");
+        assert!(
+            b.dirty.any,
+            "the dirty state is left for the players' flush"
+        );
+        assert_eq!(b.dirty.ranges, vec![(1, 60)]);
+        assert_eq!(sessions(&flush(&mut b)), [1, 2, 3], "their window elapsed");
         assert!(matches!(plan_flush(&mut b, true), Planned::Nothing));
+        // A change below every `top`: nothing to flush before the players' window.
+        b.dirty.any = true;
+        b.dirty.ranges = vec![(45, 60)];
+        assert!(matches!(plan_flush(&mut b, false), Planned::Later));
+        assert_eq!(
+            sessions(&flush(&mut b)),
+            [2],
+            "alice's rank 50 is in 45..=60"
+        );
     }
 
     #[test]
