@@ -706,3 +706,63 @@ async fn after_a_burst_every_me_view_of_two_thousand_players_converges() {
         &differ[..differ.len().min(5)]
     );
 }
+
+/// Many sessions subscribe to views on several boards, unsubscribe some and disconnect, all at
+/// once: the registry and the boards' cells end consistent — every session gone, no view left
+/// on any board, each board's cell dropped with its last view — and a later subscription on the
+/// same board gets a fresh cell that pushes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_subscribes_unsubscribes_and_disconnects_leave_no_view_behind() {
+    const SESSIONS: usize = 300;
+    const BOARDS: [&str; 3] = ["race-a", "race-b", "race-c"];
+    let app = spawn_app_with(|s| s.max_conns_per_addr = 0, Clock::Redis).await;
+    for b in BOARDS {
+        app.board(b, json!({})).await;
+    }
+    let app = &app;
+    join_all((0..SESSIONS).map(|p| async move {
+        let mut ws = WsClient::connect(&app.ws_url()).await;
+        assert_eq!(
+            ws.hello(&app.token(&format!("rc{p}"), None)).await["type"],
+            "welcome"
+        );
+        for b in BOARDS {
+            assert_eq!(ws.subscribe(b, "me", json!({})).await["type"], "rank");
+            assert_eq!(ws.subscribe(b, "top", json!({})).await["type"], "top");
+        }
+        if p % 2 == 0 {
+            ws.send_json(json!({"type": "unsubscribe", "board": BOARDS[p % 3], "view": "me"}))
+                .await;
+        }
+        // The client goes away (dropped): the server sees its session end.
+    }))
+    .await;
+    let hub = &app.state.hub;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    // Sessions end as the server notices each close: polled, bounded.
+    while hub.sessions() > 0
+        || hub.boards_watched() > 0
+        || hub.views_by_kind().iter().any(|(_, n)| *n > 0)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left behind: {} sessions, {} boards watched, views {:?}",
+            hub.sessions(),
+            hub.boards_watched(),
+            hub.views_by_kind()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A new view on a board whose cell was dropped: a fresh cell, whose worker pushes.
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(
+        ws.subscribe("race-a", "top", json!({})).await["type"],
+        "top"
+    );
+    app.score("race-a", "newcomer", 1_000_000).await;
+    let top = last_push_until(&mut ws, "top", Value::Null, Duration::from_secs(10), |v| {
+        v["entries"][0]["player"] == "newcomer"
+    })
+    .await;
+    assert_eq!(top["entries"][0]["player"], "newcomer", "{top}");
+}

@@ -170,6 +170,11 @@ impl Hub {
         self.inner.lock().sessions.len()
     }
 
+    /// Boards with a view open on this instance (each has a cell and a worker).
+    pub fn boards_watched(&self) -> usize {
+        self.inner.lock().boards.len()
+    }
+
     /// What this instance's views of `board` have done so far (all zero when none is open:
     /// the counts go with the board's last view).
     pub fn view_counts(&self, board: &Id) -> ViewCounts {
