@@ -136,6 +136,46 @@ pub static WITH_ACK: LazyLock<IntCounter> = LazyLock::new(|| {
     )
 });
 
+pub static VIEWS_STRETCHED: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "scorecast_views_stretched_total",
+        "Flushes of a board's `me` and `around` views that stretched their coalescing window (or \
+         kept it at its 1 s maximum), by cause: `sessions_behind` (most `me` watchers had not \
+         written their last update) or `flush_budget` (the flush's own work took more than a \
+         quarter of the window)",
+        &["cause"],
+    )
+});
+
+pub static VIEWS_WINDOW: LazyLock<prometheus::GaugeVec> = LazyLock::new(|| {
+    register(
+        // unwrap: constant, valid metric name and labels.
+        prometheus::GaugeVec::new(
+            Opts::new(
+                "scorecast_views_window_seconds",
+                "The longest current coalescing window of `me` and `around` views among this \
+                 instance's boards (`ws.coalesce_ms` when none is stretched, 0 when none was \
+                 flushed), under the label of why it is stretched (`sessions_behind`, \
+                 `flush_budget`; `none`: not stretched); the other labels read 0",
+            ),
+            &["cause"],
+        )
+        .unwrap(),
+    )
+});
+
+/// Sets `scorecast_views_window_seconds`: the longest window and the cause of its stretch.
+pub fn set_views_window(window: std::time::Duration, cause: &str) {
+    for c in ["none", "sessions_behind", "flush_budget"] {
+        let v = if c == cause {
+            window.as_secs_f64()
+        } else {
+            0.0
+        };
+        VIEWS_WINDOW.with_label_values(&[c]).set(v);
+    }
+}
+
 pub static COALESCED: LazyLock<IntCounter> = LazyLock::new(|| {
     counter(
         "scorecast_views_coalesced_total",
@@ -377,6 +417,9 @@ pub fn render() -> String {
     LazyLock::force(&COALESCED);
     LazyLock::force(&DEFERRED);
     LazyLock::force(&WITH_ACK);
+    for cause in ["sessions_behind", "flush_budget"] {
+        VIEWS_STRETCHED.with_label_values(&[cause]);
+    }
     for code in ["1000", "1001", "1002", "1007", "1008", "1009"] {
         WS_CLOSES.with_label_values(&[code]);
     }

@@ -628,3 +628,141 @@ async fn an_around_window_is_derived_from_the_events() {
         "the window was read, not derived: {before:?} -> {after:?}"
     );
 }
+
+/// 2 000 players each watch `me` and submit a burst, all at once; once the burst stopped, every
+/// player's last `me` push equals its standing read from Redis (`ZSCORE`/`ZREVRANK`), each
+/// awaited with a deadline: no view is left behind by the hub's coalescing or its stretched
+/// windows (at most 1 s), whatever the flushes deferred or derived meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_burst_every_me_view_of_two_thousand_players_converges() {
+    const N: usize = 2000;
+    const BURST: usize = 3;
+    /// Connections opened at a time.
+    const BATCH: usize = 200;
+    let app = spawn_app_with(
+        |s| {
+            s.max_conns_per_addr = 0;
+            s.public_limit.limit = 100_000;
+        },
+        Clock::Redis,
+    )
+    .await;
+    let board = "converge";
+    app.board(board, json!({"op": "set"})).await;
+    let app = &app;
+    let mut clients = Vec::with_capacity(N);
+    while clients.len() < N {
+        let first = clients.len();
+        clients.extend(
+            join_all((first..(first + BATCH).min(N)).map(|p| async move {
+                let mut ws = WsClient::connect(&app.ws_url()).await;
+                let hello = ws.hello(&app.token(&format!("cv{p}"), None)).await;
+                assert_eq!(hello["type"], "welcome", "{hello}");
+                let snap = ws.subscribe(board, "me", json!({})).await;
+                assert_eq!(snap["type"], "rank", "{snap}");
+                (ws, snap)
+            }))
+            .await,
+        );
+    }
+    // The burst: every player's submissions in flight together, then their acks.
+    let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 5000) as i64 + 1;
+    let clients = join_all(clients.into_iter().enumerate().map(|(p, (mut ws, mut last))| async move {
+        for i in 0..BURST {
+            ws.send_json(json!({"type": "submit", "id": format!("c{i}"), "board": board, "points": points(p, i)}))
+                .await;
+        }
+        let mut acks = 0;
+        while acks < BURST {
+            match ws.next_within(Duration::from_secs(60)).await {
+                Some(Incoming::Json(v)) if v["type"] == "ack" => acks += 1,
+                Some(Incoming::Json(v)) if v["type"] == "rank" => last = v,
+                other => panic!("cv{p}: expected an ack or a push, got {other:?}"),
+            }
+        }
+        (ws, last)
+    }))
+    .await;
+    let mut redis = app.redis_conn().await;
+    let key = format!("lb:{{{board}}}:s:all");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut differ = Vec::new();
+    for (p, (mut ws, last)) in clients.into_iter().enumerate() {
+        let player = format!("cv{p}");
+        let rank: Option<u64> = redis.zrevrank(&key, &player).await.unwrap();
+        let score: Option<f64> = redis.zscore(&key, &player).await.unwrap();
+        let stored = json!({"score": score.map(|s| s as i64), "rank": rank.map(|r| r + 1)});
+        assert!(rank.is_some(), "{player} is on the board");
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let last = last_rank_until(&mut ws, last, &stored, left).await;
+        if !shows(&last, &stored) {
+            differ.push(format!("{player}: last push {last}, stored {stored}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {N} players differ: {:?}",
+        differ.len(),
+        &differ[..differ.len().min(5)]
+    );
+}
+
+/// Many sessions subscribe to views on several boards, unsubscribe some and disconnect, all at
+/// once: the registry and the boards' cells end consistent — every session gone, no view left
+/// on any board, each board's cell dropped with its last view — and a later subscription on the
+/// same board gets a fresh cell that pushes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_subscribes_unsubscribes_and_disconnects_leave_no_view_behind() {
+    const SESSIONS: usize = 300;
+    const BOARDS: [&str; 3] = ["race-a", "race-b", "race-c"];
+    let app = spawn_app_with(|s| s.max_conns_per_addr = 0, Clock::Redis).await;
+    for b in BOARDS {
+        app.board(b, json!({})).await;
+    }
+    let app = &app;
+    join_all((0..SESSIONS).map(|p| async move {
+        let mut ws = WsClient::connect(&app.ws_url()).await;
+        assert_eq!(
+            ws.hello(&app.token(&format!("rc{p}"), None)).await["type"],
+            "welcome"
+        );
+        for b in BOARDS {
+            assert_eq!(ws.subscribe(b, "me", json!({})).await["type"], "rank");
+            assert_eq!(ws.subscribe(b, "top", json!({})).await["type"], "top");
+        }
+        if p % 2 == 0 {
+            ws.send_json(json!({"type": "unsubscribe", "board": BOARDS[p % 3], "view": "me"}))
+                .await;
+        }
+        // The client goes away (dropped): the server sees its session end.
+    }))
+    .await;
+    let hub = &app.state.hub;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    // Sessions end as the server notices each close: polled, bounded.
+    while hub.sessions() > 0
+        || hub.boards_watched() > 0
+        || hub.views_by_kind().iter().any(|(_, n)| *n > 0)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left behind: {} sessions, {} boards watched, views {:?}",
+            hub.sessions(),
+            hub.boards_watched(),
+            hub.views_by_kind()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A new view on a board whose cell was dropped: a fresh cell, whose worker pushes.
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(
+        ws.subscribe("race-a", "top", json!({})).await["type"],
+        "top"
+    );
+    app.score("race-a", "newcomer", 1_000_000).await;
+    let top = last_push_until(&mut ws, "top", Value::Null, Duration::from_secs(10), |v| {
+        v["entries"][0]["player"] == "newcomer"
+    })
+    .await;
+    assert_eq!(top["entries"][0]["player"], "newcomer", "{top}");
+}

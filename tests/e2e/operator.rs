@@ -103,6 +103,10 @@ async fn every_dashboard_metric_is_exposed_and_documented() {
     assert!(value("scorecast_submit_batch_size_count") >= 2.0);
     assert!(value("scorecast_redis_script_duration_seconds_count{script=\"submit\"}") >= 2.0);
     value("scorecast_subscriptions{view=\"top\"}");
+    // The push budget: the current stretch and its cause, stretched flushes by cause.
+    value("scorecast_views_window_seconds{cause=\"none\"}");
+    value("scorecast_views_stretched_total{cause=\"flush_budget\"}");
+    value("scorecast_views_stretched_total{cause=\"sessions_behind\"}");
     value("scorecast_queue_jobs{queue=\"scorecast\",state=\"delayed\"}");
     value("scorecast_queue_lag_seconds{queue=\"scorecast\"}");
 }

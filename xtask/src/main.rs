@@ -43,7 +43,8 @@ commands:
   bench [--quick] [-- ARGS]  setup, then build and run the load generator with ARGS:
                              Scorecast and the Node baseline (../shared/bench/peer) side
                              by side, 3 alternating rounds; --quick: a run of a few minutes
-                             (-- --views [--players N] [--rounds R]: live ranks)
+                             (-- --views [--players N | --sizes 1000,10000] [--rounds R]:
+                             live ranks)
   chaos [-- ARGS]            setup, then the fault run: redis-server, server and queue
                              workers SIGKILLed mid-load, stalled spectators; prints figures
   fuzz [TARGET] [-- SECONDS] fuzz client_msg and/or codec (nightly + cargo-fuzz), 60 s each";

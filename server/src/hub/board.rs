@@ -1,7 +1,13 @@
 //! One watched board: its subscriptions, what changed since the last flush, and what the hub
 //! remembers between flushes (the highest `seq` seen, each player's last standing, the season).
+//!
+//! Each watched board is a [`BoardCell`]: its state under a lock of its own, so a flush of one
+//! board (planning, deriving, rendering and offering every view of it) never waits for another
+//! board, nor for a subscribe or a disconnect elsewhere. The registry (`mod.rs`) only maps the
+//! board's id to its cell.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use scorecast_shared::protocol::ViewKind;
@@ -11,16 +17,80 @@ use tokio::sync::Notify;
 use super::around::Kept;
 use super::derive::{Move, Standings};
 use super::outbox::Outbox;
+use super::worker::Stretch;
 use super::SessionId;
 
 /// A subscription: one session's view of one kind on the board.
 pub(super) type SubKey = (SessionId, ViewKind);
 
+/// A watched board's state behind its own lock, shared by the registry, its worker and the
+/// event feed. Lock order: the registry's lock may be held while taking a board's, never the
+/// other way round.
+pub(super) struct BoardCell {
+    state: Mutex<Board>,
+    /// The board's worker waits on this.
+    pub wake: Arc<Notify>,
+    /// The players' window the worker flushes `me` and `around` views at (`worker.rs`), in µs,
+    /// and why it is stretched (0: it is not; else 1 + the [`Stretch`] index), for `/metrics`.
+    window_us: AtomicU64,
+    stretch: AtomicU8,
+}
+
+impl BoardCell {
+    pub fn new(board: Board) -> BoardCell {
+        BoardCell {
+            wake: board.wake.clone(),
+            state: Mutex::new(board),
+            window_us: AtomicU64::new(0),
+            stretch: AtomicU8::new(0),
+        }
+    }
+
+    /// Records the worker's players' window after a flush, and the cause of its stretch
+    /// (`None`: not stretched).
+    pub fn set_window(&self, window: Duration, stretched_by: Option<Stretch>) {
+        self.window_us
+            .store(window.as_micros() as u64, Ordering::Relaxed);
+        let cause = stretched_by.map_or(0, |c| 1 + c as u8);
+        self.stretch.store(cause, Ordering::Relaxed);
+    }
+
+    /// The players' window (zero before the first flush of players' views) and the cause of its
+    /// last stretch.
+    pub fn window(&self) -> (Duration, Option<Stretch>) {
+        let w = Duration::from_micros(self.window_us.load(Ordering::Relaxed));
+        let cause = match self.stretch.load(Ordering::Relaxed) {
+            1 => Some(Stretch::SessionsBehind),
+            2 => Some(Stretch::FlushBudget),
+            _ => None,
+        };
+        (w, cause)
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Board> {
+        crate::sync::lock(&self.state)
+    }
+
+    /// [`Board::mark_resync`] under the board's lock.
+    pub fn mark_resync(&self) {
+        self.lock().mark_resync();
+    }
+}
+
 pub(super) struct Board {
-    /// Distinguishes this board entry from a later one with the same id (the worker of a
-    /// removed entry must not adopt its successor).
-    pub epoch: u64,
+    /// Set when the registry dropped the board (nobody watches it): its worker ends, and a later
+    /// subscribe makes a new cell.
+    pub gone: bool,
+    /// Every subscription; change it through [`Board::insert_sub`] and [`Board::remove_sub`],
+    /// which keep the indexes below.
     pub subs: foldhash::HashMap<SubKey, Sub>,
+    /// The sessions watching each player's `me` here: a flush that derived the standings visits
+    /// only the views of the players whose standing changed (`plan.rs`), not every view.
+    pub me_watchers: foldhash::HashMap<Id, Vec<SessionId>>,
+    /// The `top` and `around` subscriptions.
+    pub others: foldhash::HashSet<SubKey>,
+    /// Subscriptions whose `force` is set (may hold some that were removed or served since).
+    pub forced: foldhash::HashSet<SubKey>,
     pub dirty: Dirty,
     pub wake: Arc<Notify>,
     /// The last event's seq: pub/sub delivers in publish order, so a smaller one means Redis
@@ -154,11 +224,14 @@ pub(super) struct Dirty {
 }
 
 impl Board {
-    /// A board entry with no subscriptions yet; `epoch` must be unique to this entry.
-    pub fn new(epoch: u64, wake: Arc<Notify>) -> Board {
+    /// A board entry with no subscriptions yet.
+    pub fn new(wake: Arc<Notify>) -> Board {
         Board {
-            epoch,
+            gone: false,
             subs: Default::default(),
+            me_watchers: Default::default(),
+            others: Default::default(),
+            forced: Default::default(),
             dirty: Dirty::default(),
             wake,
             last_event_seq: 0,
@@ -169,6 +242,46 @@ impl Board {
             pending_seqs: Vec::new(),
             ordinal: None,
             counts: ViewCounts::default(),
+        }
+    }
+
+    /// Adds or replaces a subscription.
+    pub fn insert_sub(&mut self, key: SubKey, sub: Sub) {
+        self.remove_sub(&key);
+        match (sub.view, &sub.player) {
+            (View::Me, Some(p)) => self.me_watchers.entry(p.clone()).or_default().push(key.0),
+            _ => {
+                self.others.insert(key);
+            }
+        }
+        self.subs.insert(key, sub);
+    }
+
+    /// Removes a subscription (if there is one).
+    pub fn remove_sub(&mut self, key: &SubKey) -> Option<Sub> {
+        let sub = self.subs.remove(key)?;
+        self.forced.remove(key);
+        match (sub.view, &sub.player) {
+            (View::Me, Some(p)) => {
+                if let Some(w) = self.me_watchers.get_mut(p) {
+                    w.retain(|sid| *sid != key.0);
+                    if w.is_empty() {
+                        self.me_watchers.remove(p);
+                    }
+                }
+            }
+            _ => {
+                self.others.remove(key);
+            }
+        }
+        Some(sub)
+    }
+
+    /// The subscription is recomputed at the next flush whatever the events say.
+    pub fn force(&mut self, key: SubKey) {
+        if let Some(s) = self.subs.get_mut(&key) {
+            s.force = true;
+            self.forced.insert(key);
         }
     }
 

@@ -12,8 +12,8 @@
 //! - the update is newer than the view's last message (`seq`), and nothing waits for a full
 //!   recompute or a resync.
 //!
-//! The hub's lock is taken twice per batch, for a few map lookups per submitter (the event is
-//! parsed outside it).
+//! The registry's lock is taken once per batch, for one map lookup per submitter, then the
+//! board's own lock (the event is parsed outside both).
 //!
 //! Everything else stays as it was: the event still reaches the hub by pub/sub and marks the
 //! board dirty, and the next flush derives every standing (finding this one already sent, by its
@@ -30,7 +30,7 @@ use super::derive::{movers_after, MeState, Move};
 use super::events::{Change, Event};
 use super::outbox::Outbox;
 use super::render::render_me;
-use super::{Inner, State};
+use super::{Inner, SessionId};
 use crate::metrics;
 use crate::store::{OnCommit, Wake};
 
@@ -42,11 +42,10 @@ impl OnCommit for Commits {
     /// flushed since it was watched, or since its season began).
     fn wants(&self, board: &Id) -> bool {
         self.0.upgrade().is_some_and(|inner| {
-            inner
-                .lock()
-                .boards
-                .get(board)
-                .is_some_and(|b| b.ordinal == Some(true) && !b.me.is_empty())
+            inner.cell(board).is_some_and(|c| {
+                let b = c.lock();
+                b.ordinal == Some(true) && !b.me.is_empty()
+            })
         })
     }
 
@@ -68,19 +67,29 @@ impl Inner {
         let moved = movers_after(&moves);
         let window = Duration::from_millis(self.ws.coalesce_ms);
         let mut woken: Vec<Arc<Outbox>> = Vec::new();
-        let mut st = self.lock();
-        let State {
-            boards, players, ..
-        } = &mut *st;
-        let b = boards.get_mut(board)?;
-        if b.ordinal != Some(true) || b.dirty.full || b.dirty.resync {
+        // The movers' local sessions, from the registry (then released): the rest is the
+        // board's alone.
+        let (cell, sessions) = {
+            let st = self.lock();
+            let cell = st.boards.get(board)?.clone();
+            let sessions: Vec<Vec<SessionId>> = moved
+                .iter()
+                .map(|m| {
+                    st.players
+                        .get(m.player)
+                        .map(|s| s.iter().copied().collect())
+                        .unwrap_or_default()
+                })
+                .collect();
+            (cell, sessions)
+        };
+        let mut guard = cell.lock();
+        let b = &mut *guard;
+        if b.gone || b.ordinal != Some(true) || b.dirty.full || b.dirty.resync {
             return None;
         }
         let now = Instant::now();
-        for m in &moved {
-            let Some(sessions) = players.get(m.player) else {
-                continue;
-            };
+        for (m, sessions) in moved.iter().zip(&sessions) {
             let standing = MeState {
                 score: m.score,
                 rank: m.rank,
@@ -113,7 +122,7 @@ impl Inner {
                 woken.push(sub.outbox.clone());
             }
         }
-        drop(st);
+        drop(guard);
         if woken.is_empty() {
             return None;
         }

@@ -101,6 +101,11 @@ pub struct Standings {
     members: u64,
     loose: Vec<u32>,
     changed: Vec<u32>,
+    /// Bumped whenever standings became unknown (forgotten, dropped, stale, a new season);
+    /// `known` is the value of `lost` up to which every unknown standing of a watcher was read
+    /// again ([`Standings::all_known`]).
+    lost: u64,
+    known: u64,
     // Buffers kept between flushes.
     movers: Vec<u32>,
     /// The movers' ranks while a flush is derived ([`UNRANKED`]: not on the board), side by side
@@ -200,8 +205,31 @@ impl Standings {
         slot.st
     }
 
+    /// Whether no watched standing became unknown since the last time every unknown one was
+    /// read (`Standings::mark_known` with the [`Standings::lost_gen`] of then): a flush may then
+    /// visit only the standings the last derivation changed.
+    pub fn all_known(&self) -> bool {
+        self.known == self.lost
+    }
+
+    /// The count of losses so far (see [`Standings::all_known`]).
+    pub fn lost_gen(&self) -> u64 {
+        self.lost
+    }
+
+    /// Every standing unknown at `lost_gen` was read since.
+    pub fn mark_known(&mut self, lost_gen: u64) {
+        self.known = self.known.max(lost_gen);
+    }
+
+    /// The players whose standing the last [`Standings::derive`] changed.
+    pub fn changed_players(&self) -> impl Iterator<Item = &Id> {
+        self.changed.iter().map(|&s| &self.slots[s as usize].player)
+    }
+
     /// Every standing becomes unknown (to be read).
     pub fn forget(&mut self) {
+        self.lost += 1;
         for slot in &mut self.slots {
             slot.st.at = None;
             slot.group = Group::Apart;
@@ -215,7 +243,9 @@ impl Standings {
 
     /// Forgets every player (a new season).
     pub fn clear(&mut self) {
+        let (lost, known) = (self.lost + 1, self.known);
         *self = Standings::default();
+        (self.lost, self.known) = (lost, known);
     }
 
     /// Applies the moves of the events at hand (`seqs`: each event's `seq` and the index of its
@@ -288,7 +318,10 @@ impl Standings {
                     slot.loose = true;
                     self.loose.push(s);
                 }
-                Some(a) if a + 1 < first => slot.st.at = None,
+                Some(a) if a + 1 < first => {
+                    slot.st.at = None;
+                    self.lost += 1;
+                }
                 Some(a) => waiting.push((a, s)),
             }
         }
@@ -338,6 +371,7 @@ impl Standings {
 
     /// Every standing of `group` becomes unknown.
     fn drop_group(&mut self, group: Group) {
+        self.lost += 1;
         for slot in &mut self.slots {
             if slot.group == group {
                 slot.group = Group::Apart;

@@ -59,11 +59,11 @@ impl Inner {
     /// An event arrived for `board` (the channel's name, unchecked).
     pub(super) fn on_event(&self, board: &str, payload: &[u8]) {
         let Ok(board) = Id::parse(board) else { return };
-        let ev = serde_json::from_slice::<Event>(payload);
-        let mut st = self.lock();
-        let Some(b) = st.boards.get_mut(&board) else {
+        let Some(cell) = self.cell(&board) else {
             return;
         };
+        let ev = serde_json::from_slice::<Event>(payload);
+        let mut b = cell.lock();
         match ev {
             Ok(ev) => b.note_event(&board, &ev),
             Err(_) => {
@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn a_move_marks_the_ranks_between_and_a_removal_the_total() {
         let id = Id::parse("b").expect("a valid id");
-        let mut b = Board::new(1, Arc::new(Notify::new()));
+        let mut b = Board::new(Arc::new(Notify::new()));
         b.note_event(
             &id,
             &event(r#"{"board":"b","season":"all","seq":3,"changes":[{"player":"a","score":9,"rank":2,"previous_rank":7}]}"#),
@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn seq_going_backwards_resyncs() {
         let id = Id::parse("b").expect("a valid id");
-        let mut b = Board::new(1, Arc::new(Notify::new()));
+        let mut b = Board::new(Arc::new(Notify::new()));
         b.note_event(
             &id,
             &event(r#"{"board":"b","season":"all","seq":9,"rollover":true}"#),

@@ -70,6 +70,7 @@ impl Hub {
             SessionEntry {
                 outbox: outbox.clone(),
                 player: None,
+                views: Vec::new(),
             },
         );
         drop(st);
@@ -137,41 +138,41 @@ impl Member {
     /// Stops a view (no-op if it was not subscribed).
     pub fn unsubscribe(&self, board: &Id, kind: ViewKind) {
         let inner = &self.hub.inner;
+        let key = (board.clone(), kind);
         let mut st = inner.lock();
-        if let Some(b) = st.boards.get_mut(board) {
-            b.subs.remove(&(self.id, kind));
+        if let Some(s) = st.sessions.get_mut(&self.id) {
+            s.views.retain(|v| *v != key);
+        }
+        if let Some(cell) = st.boards.get(board).cloned() {
+            cell.lock().remove_sub(&(self.id, kind));
             inner.forget_board_if_unwatched(&mut st, board);
         }
         drop(st);
-        self.outbox.drop_view(&(board.clone(), kind));
+        self.outbox.drop_view(&key);
     }
 }
 
 impl Drop for Member {
+    /// Removes the session and its views: O(its views), whatever else the hub holds.
     fn drop(&mut self) {
         let inner = &self.hub.inner;
         let mut st = inner.lock();
-        let entry = st.sessions.remove(&self.id);
-        if let Some(player) = entry.and_then(|e| e.player) {
-            if let Some(set) = st.players.get_mut(&player) {
-                set.remove(&self.id);
-                if set.is_empty() {
-                    st.players.remove(&player);
-                    inner.wake_subscribers();
+        if let Some(entry) = st.sessions.remove(&self.id) {
+            if let Some(player) = entry.player {
+                if let Some(set) = st.players.get_mut(&player) {
+                    set.remove(&self.id);
+                    if set.is_empty() {
+                        st.players.remove(&player);
+                        inner.wake_subscribers();
+                    }
                 }
             }
-        }
-        let boards: Vec<Id> = st
-            .boards
-            .iter_mut()
-            .filter_map(|(id, b)| {
-                let before = b.subs.len();
-                b.subs.retain(|(sid, _), _| *sid != self.id);
-                (b.subs.len() != before).then(|| id.clone())
-            })
-            .collect();
-        for board in boards {
-            inner.forget_board_if_unwatched(&mut st, &board);
+            for (board, kind) in &entry.views {
+                if let Some(cell) = st.boards.get(board).cloned() {
+                    cell.lock().remove_sub(&(self.id, *kind));
+                    inner.forget_board_if_unwatched(&mut st, board);
+                }
+            }
         }
         drop(st);
         metrics::WS_CONNECTIONS.dec();
@@ -182,11 +183,17 @@ impl Drop for Member {
 impl Inner {
     /// Drops a board nobody watches any more (its worker and its channel go with it).
     pub(super) fn forget_board_if_unwatched(&self, st: &mut State, board: &Id) {
-        if st.boards.get(board).is_some_and(|b| b.subs.is_empty()) {
-            if let Some(b) = st.boards.remove(board) {
-                b.wake.notify_one();
-            }
-            self.wake_subscribers();
+        let Some(cell) = st.boards.get(board) else {
+            return;
+        };
+        let mut b = cell.lock();
+        if !b.subs.is_empty() {
+            return;
         }
+        b.gone = true;
+        drop(b);
+        cell.wake.notify_one();
+        st.boards.remove(board);
+        self.wake_subscribers();
     }
 }

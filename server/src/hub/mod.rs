@@ -1,24 +1,28 @@
 //! The per-instance hub: who is connected, who watches what, and what the pub/sub feed changes.
 //!
-//! One hub per server instance, behind a cloneable [`Hub`] handle whose state is plain maps under
-//! one std `Mutex`, held only for map updates and never across an `.await` (mini-redis's `db.rs`
-//! reasoning): every Redis read happens outside it. Redis pub/sub itself is the broker's
-//! (`crate::broker`): the hub tells it which boards and players it wants and receives its feed.
-//! Each file has one job:
+//! One hub per server instance, behind a cloneable [`Hub`] handle. Its state is in two parts, each
+//! plain maps under a std `Mutex` held only for map updates and never across an `.await`
+//! (mini-redis's `db.rs` reasoning; every Redis read happens outside them): the *registry*
+//! ([`State`]: sessions and the views each holds, players, addresses, the watched boards by id),
+//! and one [`board::BoardCell`] per watched board (its views, standings and dirty state), so a
+//! board's flush never blocks another board or the registry. Lock order: registry, then board.
+//! Redis pub/sub itself is the broker's (`crate::broker`): the hub tells it which boards and
+//! players it wants and receives its feed. Each file has one job:
 //!
 //! | file           | what it decides                                                          |
 //! |----------------|--------------------------------------------------------------------------|
-//! | `mod.rs`       | the handle, the shared state, start and graceful shutdown                |
-//! | `members.rs`   | admission per client address, the session and player registry           |
+//! | `mod.rs`       | the handle, the registry, start and graceful shutdown                    |
+//! | `members.rs`   | admission per client address, sessions and players; a session's drop     |
 //! | `outbox.rs`    | a session's bounded outbound queue (the hub offers, the session writes)  |
 //! | `subscribe.rs` | a new view: register, wait for its channel, read and queue the snapshot  |
 //! | `feed.rs`      | what the hub wants from the broker, and where the broker's feed goes     |
 //! | `events.rs`    | what a board's change event makes dirty                                  |
 //! | `commit.rs`    | this instance's own batches: each submitter's `me` update with its ack   |
-//! | `board.rs`     | one watched board's subscriptions and dirty state                        |
+//! | `board.rs`     | one watched board's cell: subscriptions (indexed), dirty state           |
+//! | `changes.rs`   | what a flush takes from its board: dirty state, derivations, metrics     |
 //! | `derive.rs`    | `me` ranks derived from the change events, where exact (pure)            |
 //! | `plan.rs`      | which views a flush recomputes and which reads serve them (pure)         |
-//! | `worker.rs`    | the per-board flush task: coalesce, read, offer                          |
+//! | `worker.rs`    | the per-board flush task: coalesce, read, offer; the push budget         |
 //! | `render.rs`    | what a view's message says, and the hash that tells whether it changed   |
 //! | `notify.rs`    | `notify` pushes, here and on the other instances                         |
 //!
@@ -30,6 +34,7 @@
 
 mod around;
 mod board;
+mod changes;
 mod commit;
 pub mod derive;
 mod events;
@@ -55,7 +60,8 @@ use tokio::time::Instant;
 use crate::broker::Broker;
 use crate::config::{Settings, WsSettings};
 use crate::store::Store;
-use board::Board;
+use board::BoardCell;
+use scorecast_shared::protocol::ViewKind;
 
 pub use board::ViewCounts;
 pub use members::{AddrSlot, Member};
@@ -84,10 +90,12 @@ struct Inner {
     instance: String,
 }
 
+/// The registry: who is connected and which boards are watched. Held for a few map updates;
+/// a board's own state is behind its cell's lock (`board.rs`), taken after this one if both are.
 #[derive(Default)]
 struct State {
     sessions: HashMap<SessionId, SessionEntry>,
-    boards: HashMap<Id, Board>,
+    boards: HashMap<Id, Arc<BoardCell>>,
     /// Local sessions of each authenticated player (for `notify`).
     players: HashMap<Id, HashSet<SessionId>>,
     conns: HashMap<IpAddr, u32>,
@@ -97,6 +105,9 @@ struct State {
 struct SessionEntry {
     outbox: Arc<Outbox>,
     player: Option<Id>,
+    /// The views the session holds (or is subscribing to), so that dropping it visits only
+    /// their boards.
+    views: Vec<ViewKey>,
 }
 
 impl Hub {
@@ -132,23 +143,26 @@ impl Hub {
         self.inner.lock().sessions.len()
     }
 
+    /// Boards with a view open on this instance (each has a cell and a worker).
+    pub fn boards_watched(&self) -> usize {
+        self.inner.lock().boards.len()
+    }
+
     /// What this instance's views of `board` have done so far (all zero when none is open:
     /// the counts go with the board's last view).
     pub fn view_counts(&self, board: &Id) -> ViewCounts {
         self.inner
-            .lock()
-            .boards
-            .get(board)
-            .map(|b| b.counts)
+            .cell(board)
+            .map(|c| c.lock().counts)
             .unwrap_or_default()
     }
 
     /// Open views on this instance by kind: top, me, around (for `/metrics`).
     pub fn views_by_kind(&self) -> [(&'static str, i64); 3] {
-        use scorecast_shared::protocol::ViewKind;
         let mut n = [0i64; 3];
-        for b in self.inner.lock().boards.values() {
-            for (_, kind) in b.subs.keys() {
+        let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
+        for cell in cells {
+            for (_, kind) in cell.lock().subs.keys() {
                 n[match kind {
                     ViewKind::Top => 0,
                     ViewKind::Me => 1,
@@ -157,6 +171,18 @@ impl Hub {
             }
         }
         [("top", n[0]), ("me", n[1]), ("around", n[2])]
+    }
+
+    /// The longest players' (`me`, `around`) coalescing window among the watched boards, and why
+    /// it is stretched (`none`, `sessions_behind`, `flush_budget`), for `/metrics`.
+    pub fn views_window(&self) -> (Duration, &'static str) {
+        let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
+        cells
+            .iter()
+            .map(|c| c.window())
+            .max_by_key(|(w, _)| *w)
+            .map(|(w, c)| (w, c.map_or("none", worker::Stretch::label)))
+            .unwrap_or((Duration::ZERO, "none"))
     }
 
     /// Starts the graceful shutdown of every session: each finishes its in-flight submissions,
@@ -188,8 +214,14 @@ impl Hub {
 }
 
 impl Inner {
+    /// The registry's lock (never taken while a board's lock is held).
     fn lock(&self) -> MutexGuard<'_, State> {
         crate::sync::lock(&self.state)
+    }
+
+    /// A watched board's cell (the registry's lock is released on return).
+    fn cell(&self, board: &Id) -> Option<Arc<BoardCell>> {
+        self.lock().boards.get(board).cloned()
     }
 
     /// The wanted boards or players changed: the broker (un)subscribes to match.

@@ -1,5 +1,7 @@
 //! Which views a flush recomputes, and the fewest reads that serve them. Pure: no lock, no
-//! Redis, no clock — the worker takes the lock, calls [`plan`] and does the reads outside it.
+//! Redis, no clock, no metrics, nothing changed — the worker takes the board's changes
+//! (`changes.rs`: the dirty state, the derivations), calls [`plan`], and does the reads outside
+//! the lock.
 //!
 //! Each *distinct* read is done once: one `top` read of the largest limit serves every `top`
 //! view; every (player, radius) window of the `around` views is read in one bulk call. `me`
@@ -12,9 +14,7 @@ use std::collections::HashSet;
 use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
 
-use super::board::{Board, Sub, SubKey};
-use super::derive::Move;
-use crate::metrics;
+use super::board::{Board, Dirty, Sub, SubKey};
 use crate::store::Read;
 
 /// One read a flush or a snapshot needs.
@@ -64,7 +64,6 @@ pub(super) fn rows(view: View) -> u64 {
 /// One flush: the reads to do and the subscriptions they serve.
 #[derive(Debug)]
 pub(super) struct Plan {
-    pub epoch: u64,
     pub resync: bool,
     pub high_seq: u64,
     pub top_limit: u64,
@@ -74,6 +73,12 @@ pub(super) struct Plan {
     pub me_reads: Vec<Id>,
     /// The subscriptions to offer the results to, each with the generation planned for.
     pub targets: Vec<(SubKey, u64)>,
+    /// `me` and `around` views the changes reached were left for when the players' window
+    /// elapses (only `top` views are in this flush).
+    pub players_later: bool,
+    /// Set when the flush reads every watcher's unknown standing: the standings' loss count
+    /// it covers (`Standings::mark_known`, once read).
+    pub me_known: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -81,6 +86,8 @@ pub(super) enum Planned {
     /// The board entry is gone (nobody watches it): the worker ends.
     Gone,
     Nothing,
+    /// Only `me` and `around` views were reached, and their window has not elapsed.
+    Later,
     Flush(Plan),
 }
 
@@ -104,93 +111,83 @@ pub(super) fn meets(ranges: &[(u64, u64)], a: u64, b: u64) -> bool {
     ranges.get(i).is_some_and(|r| r.0 <= b)
 }
 
-/// What deriving did to an `around` view's kept window.
-enum Derivation {
-    /// Kept up to date, and no row changed: nothing to send.
-    Unchanged,
-    /// Kept up to date, and a row changed: sent from the kept rows, with no read.
-    Changed,
-    /// Not kept (never read, or a move made it inexact): read if a change reaches it.
-    Unknown,
+/// What a flush took from its board ([`super::changes::take`]): the dirty state since the last
+/// flush, whether `me` standings are derived from the events, and the `around` views whose kept
+/// window the events were applied to (true: a row changed).
+#[derive(Debug, Default)]
+pub(super) struct Changes {
+    pub dirty: Dirty,
+    /// `dirty.ranges`, sorted and merged.
+    pub ranges: Vec<(u64, u64)>,
+    pub derive: bool,
+    pub arounds: foldhash::HashMap<SubKey, bool>,
 }
 
-/// Brings an `around` view's kept window up to the events at hand (`around.rs`), when
-/// `derive` allows; otherwise, or where a move makes it inexact, forgets it.
-fn keep_around(sub: &mut Sub, derive: bool, moves: &[Move], seqs: &[(u64, usize)]) -> Derivation {
-    let Some(k) = sub.kept.as_mut().filter(|_| derive) else {
-        sub.kept = None;
-        return Derivation::Unknown;
-    };
-    let (Some(&(first, _)), Some(&(last, _))) = (seqs.first(), seqs.last()) else {
-        return Derivation::Unchanged;
-    };
-    if k.at + 1 < first {
-        // Events were consumed without it: stale.
-        sub.kept = None;
-        return Derivation::Unknown;
-    }
-    let Some(&(_, start)) = seqs.get(seqs.partition_point(|e| e.0 <= k.at)) else {
-        return Derivation::Unchanged;
-    };
-    match k.window.apply(&moves[start..]) {
-        Ok(changed) => {
-            k.at = k.at.max(last);
-            if changed {
-                Derivation::Changed
-            } else {
-                Derivation::Unchanged
-            }
-        }
-        Err(_) => {
-            sub.kept = None;
-            Derivation::Unknown
-        }
-    }
-}
-
-/// Takes the board's dirty state (if the entry is still the one of `epoch`) and decides which
-/// ready views to recompute.
-pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
-    let Some(b) = b.filter(|b| b.epoch == epoch) else {
-        return Planned::Gone;
-    };
-    if !b.dirty.any {
-        return Planned::Nothing;
-    }
-    let d = std::mem::take(&mut b.dirty);
-    let moves = std::mem::take(&mut b.pending);
-    let seqs = std::mem::take(&mut b.pending_seqs);
-    let ranges = merge_ranges(d.ranges);
-    let in_ranges = |r: u64| meets(&ranges, r, r);
+/// The `top` views of `b` its dirty state reaches, planned without taking that state (the
+/// players' flush takes it later): a `top N` view is reached by a join or a removal, a move
+/// within its first `N` ranks, or its being forced. `None` when none is. Pure.
+pub(super) fn plan_top(b: &Board) -> Option<Plan> {
+    let d = &b.dirty;
     let mut plan = Plan {
-        epoch,
         resync: d.resync,
         high_seq: b.high_seq,
         top_limit: 0,
         reads: Vec::new(),
         me_reads: Vec::new(),
         targets: Vec::new(),
+        players_later: true,
+        me_known: None,
     };
-    // `me` from the change stream where exact: ordinal boards, in a known season, when no event
-    // was lost and nothing asks for everything to be read.
-    let derive = b.ordinal == Some(true) && b.season.is_some() && !d.full && !d.resync;
-    if derive {
-        let d = b.me.derive(&moves, &seqs);
-        if d.inconsistent {
-            tracing::warn!("a derived rank disagreed with its event; reading the standings");
+    for key in b.others.iter().filter(|k| k.1 == ViewKind::Top) {
+        let Some(sub) = b.subs.get(key).filter(|s| s.ready) else {
+            continue;
+        };
+        let View::Top { limit } = sub.view else {
+            continue;
+        };
+        let limit = u64::from(limit);
+        // A range (lo, hi) with 1 ≤ lo ≤ hi meets [1, limit] when it starts by `limit`.
+        let reached = sub.force
+            || d.full
+            || d.resync
+            || d.total_changed
+            || d.ranges.iter().any(|r| r.0 <= limit);
+        if reached {
+            plan.top_limit = plan.top_limit.max(limit);
+            plan.targets.push((*key, sub.gen));
         }
-        metrics::ME_STANDINGS
-            .with_label_values(&["derived"])
-            .inc_by(d.derived);
-        b.counts.me_derived += d.derived;
     }
+    if plan.targets.is_empty() {
+        return None;
+    }
+    plan.reads.push(Want::Top);
+    Some(plan)
+}
+
+/// Decides which ready views of `b` the changes reach and the fewest reads that serve them;
+/// `None` when none is reached. Pure: it reads the board and the changes and returns a value.
+pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
+    let d = &c.dirty;
+    let ranges = &c.ranges;
+    let in_ranges = |r: u64| meets(ranges, r, r);
+    let mut plan = Plan {
+        resync: d.resync,
+        high_seq: b.high_seq,
+        top_limit: 0,
+        reads: Vec::new(),
+        me_reads: Vec::new(),
+        targets: Vec::new(),
+        players_later: false,
+        me_known: None,
+    };
+    let derive = c.derive;
     let mut reads = HashSet::new();
     let mut me_reads = HashSet::new();
-    for (key, sub) in b.subs.iter_mut() {
+    let mut visit = |key: &SubKey, sub: &Sub| {
         if !sub.ready {
-            continue;
+            return;
         }
-        let force = std::mem::take(&mut sub.force) || d.full || d.resync;
+        let force = sub.force || d.full || d.resync;
         let mine = sub.player.as_ref().is_some_and(|p| d.players.contains(p));
         if let (View::Me, Some(p)) = (sub.view, sub.player.as_ref()) {
             // One lookup: the standing and whether the derivation just changed it.
@@ -206,51 +203,82 @@ pub(super) fn plan(b: Option<&mut Board>, epoch: u64) -> Planned {
             if read || (derive && (force || changed == Some(true))) {
                 plan.targets.push((*key, sub.gen));
             }
-            continue;
+            return;
         }
         if sub.view.kind() == ViewKind::Around {
-            match keep_around(sub, derive && !force, &moves, &seqs) {
-                Derivation::Unchanged => continue,
-                Derivation::Changed => {
-                    metrics::AROUND_WINDOWS
-                        .with_label_values(&["derived"])
-                        .inc();
-                    b.counts.around_derived += 1;
+            match c.arounds.get(key) {
+                // Kept up to date, and no row changed: nothing to send.
+                Some(false) => return,
+                // Kept up to date, and a row changed: sent from the kept rows, with no read.
+                Some(true) => {
                     plan.targets.push((*key, sub.gen));
-                    continue;
+                    return;
                 }
-                Derivation::Unknown => {}
+                // Not kept (never read, or a move made it inexact): read if a change reaches it.
+                None => {}
             }
         }
         let affected = force
             || match sub.view {
-                View::Top { limit } => d.total_changed || meets(&ranges, 1, limit.into()),
+                View::Top { limit } => d.total_changed || meets(ranges, 1, limit.into()),
                 View::Me => false,
                 // One past the window: a newcomer right below it can shift a window that
                 // sits at the bottom of the board.
                 View::Around { .. } => {
                     mine || sub
                         .window
-                        .is_some_and(|(a, z)| meets(&ranges, a, z.saturating_add(1)))
+                        .is_some_and(|(a, z)| meets(ranges, a, z.saturating_add(1)))
                 }
             };
         if !affected {
-            continue;
+            return;
         }
         // Player views always have a player (checked at subscribe).
         let Some(want) = Want::of(sub.view, sub.player.as_ref()) else {
-            continue;
+            return;
         };
         plan.top_limit = plan.top_limit.max(rows(sub.view));
         reads.insert(want);
         plan.targets.push((*key, sub.gen));
+    };
+    if derive && b.me.all_known() {
+        // Every watcher's standing is known and derived: the `me` views to visit are those of
+        // the players the derivation changed, and the forced ones (visited once: a forced view
+        // is left to the second loop), beside the `top` and `around` views. O(changes), not
+        // O(views).
+        for p in b.me.changed_players() {
+            for sid in b.me_watchers.get(p).into_iter().flatten() {
+                let key = (*sid, ViewKind::Me);
+                if let Some(sub) = b.subs.get(&key).filter(|s| !s.force) {
+                    visit(&key, sub);
+                }
+            }
+        }
+        let forced_me = b.forced.iter().filter(|k| k.1 == ViewKind::Me);
+        for key in forced_me {
+            if let Some(sub) = b.subs.get(key).filter(|s| s.force) {
+                visit(key, sub);
+            }
+        }
+        for key in &b.others {
+            if let Some(sub) = b.subs.get(key) {
+                visit(key, sub);
+            }
+        }
+    } else {
+        for (key, sub) in b.subs.iter() {
+            visit(key, sub);
+        }
     }
+    // A derived flush that visited every view read every unknown standing of a watcher.
+    let me_known = (derive && !b.me.all_known()).then(|| b.me.lost_gen());
+    plan.me_known = me_known;
     if plan.targets.is_empty() {
-        return Planned::Nothing;
+        return None;
     }
     plan.reads = reads.into_iter().collect();
     plan.me_reads = me_reads.into_iter().collect();
-    Planned::Flush(plan)
+    Some(plan)
 }
 
 #[cfg(test)]
@@ -261,6 +289,7 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::super::board::Sub;
+    use super::super::changes::plan_flush;
     use super::super::derive::Move;
     use super::super::outbox::Outbox;
     use super::*;
@@ -272,12 +301,12 @@ mod tests {
     /// A board with ready views: session 1 `top 10`, session 2 `me` of alice (rank 50),
     /// session 3 `around` bob (radius 2, showing ranks 20..=24).
     fn board() -> Board {
-        let mut b = Board::new(7, Arc::new(Notify::new()));
+        let mut b = Board::new(Arc::new(Notify::new()));
         let outbox = Arc::new(Outbox::new(8));
         let mut add = |sid, view, player: Option<&str>| {
             let mut s = Sub::new(view, player.map(id), sid, outbox.clone());
             s.ready = true;
-            b.subs.insert((sid, view.kind()), s);
+            b.insert_sub((sid, view.kind()), s);
         };
         add(1, View::Top { limit: 10 }, None);
         add(2, View::Me, Some("alice"));
@@ -291,7 +320,7 @@ mod tests {
     }
 
     fn flush(b: &mut Board) -> Plan {
-        match plan(Some(b), 7) {
+        match plan_flush(b, true) {
             Planned::Flush(p) => p,
             other => panic!("expected a flush, got {other:?}"),
         }
@@ -321,9 +350,9 @@ mod tests {
     #[test]
     fn nothing_dirty_plans_nothing_and_a_replaced_board_is_gone() {
         let mut b = board();
-        assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
-        assert!(matches!(plan(Some(&mut b), 8), Planned::Gone));
-        assert!(matches!(plan(None, 7), Planned::Gone));
+        assert!(matches!(plan_flush(&mut b, true), Planned::Nothing));
+        b.gone = true;
+        assert!(matches!(plan_flush(&mut b, true), Planned::Gone));
     }
 
     #[test]
@@ -389,7 +418,7 @@ mod tests {
         b.dirty.any = true;
         assert_eq!(sessions(&flush(&mut b)), [2]);
         b.dirty.any = true;
-        assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
+        assert!(matches!(plan_flush(&mut b, true), Planned::Nothing));
     }
 
     /// The fixture on an ordinal board in a known season, with one event pending: `mover`
@@ -430,7 +459,7 @@ mod tests {
     #[test]
     fn a_move_elsewhere_sends_nothing_and_the_standing_keeps_up() {
         let mut b = derivable("carol", Some(60), Some(55));
-        assert!(matches!(plan(Some(&mut b), 7), Planned::Nothing));
+        assert!(matches!(plan_flush(&mut b, true), Planned::Nothing));
         assert_eq!(
             b.me.get(&id("alice")).and_then(|m| m.at),
             Some(2),
@@ -454,13 +483,67 @@ mod tests {
         assert_eq!(p.me_reads, vec![id("alice")]);
     }
 
+    /// `plan` only reads: the same board and changes plan the same flush twice, and the board's
+    /// dirty state and forced views are left as they were.
+    #[test]
+    fn plan_changes_nothing() {
+        let mut b = board();
+        b.subs
+            .get_mut(&(2, ViewKind::Me))
+            .expect("in the fixture")
+            .force = true;
+        let c = Changes {
+            ranges: vec![(3, 5)],
+            ..Changes::default()
+        };
+        let one = plan(&b, &c).expect("top and the forced me");
+        let two = plan(&b, &c).expect("the same");
+        assert_eq!(format!("{one:?}"), format!("{two:?}"));
+        assert_eq!(sessions(&one), [1, 2]);
+        assert!(b.subs[&(2, ViewKind::Me)].force, "still forced");
+        assert!(plan(&b, &Changes::default()).is_some(), "the forced view");
+    }
+
+    /// While the players' window has not elapsed only `top` is flushed, from a look at the
+    /// dirty state: the state and the pending moves are left whole, and the `me` and `around`
+    /// views the change reached are served when their window elapsed.
+    #[test]
+    fn player_views_wait_for_their_window_and_top_does_not() {
+        let mut b = board();
+        b.dirty.any = true;
+        b.dirty.ranges = vec![(1, 60)];
+        let p = match plan_flush(&mut b, false) {
+            Planned::Flush(p) => p,
+            other => panic!("expected a top flush, got {other:?}"),
+        };
+        assert_eq!(sessions(&p), [1]);
+        assert!(p.players_later && p.me_reads.is_empty());
+        assert_eq!(p.reads, vec![Want::Top]);
+        assert!(
+            b.dirty.any,
+            "the dirty state is left for the players' flush"
+        );
+        assert_eq!(b.dirty.ranges, vec![(1, 60)]);
+        assert_eq!(sessions(&flush(&mut b)), [1, 2, 3], "their window elapsed");
+        assert!(matches!(plan_flush(&mut b, true), Planned::Nothing));
+        // A change below every `top`: nothing to flush before the players' window.
+        b.dirty.any = true;
+        b.dirty.ranges = vec![(45, 60)];
+        assert!(matches!(plan_flush(&mut b, false), Planned::Later));
+        assert_eq!(
+            sessions(&flush(&mut b)),
+            [2],
+            "alice's rank 50 is in 45..=60"
+        );
+    }
+
     #[test]
     fn top_reads_the_largest_limit_once() {
         let mut b = board();
         let outbox = Arc::new(Outbox::new(8));
         let mut s = Sub::new(View::Top { limit: 50 }, None, 4, outbox);
         s.ready = true;
-        b.subs.insert((4, ViewKind::Top), s);
+        b.insert_sub((4, ViewKind::Top), s);
         b.dirty.any = true;
         b.dirty.full = true;
         let p = flush(&mut b);

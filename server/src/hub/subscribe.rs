@@ -8,11 +8,11 @@ use std::time::Duration;
 use scorecast_shared::{ErrorCode, Id, View};
 use tokio::sync::Notify;
 
-use super::board::{Board, Sub, SubKey};
+use super::board::{Board, BoardCell, Sub, SubKey};
 use super::outbox::Outbox;
 use super::plan::{self, Want};
 use super::render::render;
-use super::{Inner, SessionId};
+use super::{Inner, SessionId, State};
 use crate::error::{AppError, AppResult};
 use crate::store::Page;
 
@@ -37,7 +37,7 @@ pub(super) async fn subscribe(
         )
     })?;
     let key = (session, view.kind());
-    let gen = register(inner, key, outbox, board, view, player);
+    let gen = register(inner, key, outbox, board, view, player)?;
     inner.broker.wait_board(board, SUBSCRIBE_CONFIRM_WAIT).await;
     let rows = plan::rows(view);
     let page = inner.store.read(board, None, want.read(rows)).await;
@@ -58,8 +58,8 @@ struct Registered {
     rows: u64,
 }
 
-/// Registers the subscription (creating the board entry and its worker if needed); returns its
-/// generation.
+/// Registers the subscription (creating the board's cell and its worker if needed); returns its
+/// generation. Refused once the session left the hub (it is closing).
 fn register(
     inner: &Arc<Inner>,
     key: SubKey,
@@ -67,24 +67,40 @@ fn register(
     board: &Id,
     view: View,
     player: Option<Id>,
-) -> u64 {
+) -> AppResult<u64> {
     let mut st = inner.lock();
-    st.next_gen += 1;
-    let gen = st.next_gen;
-    let b = st.boards.entry(board.clone()).or_insert_with(|| {
-        let wake = Arc::new(Notify::new());
+    let State {
+        sessions,
+        boards,
+        next_gen,
+        ..
+    } = &mut *st;
+    let Some(session) = sessions.get_mut(&key.0) else {
+        return Err(closing());
+    };
+    let slot = (board.clone(), key.1);
+    if !session.views.contains(&slot) {
+        session.views.push(slot);
+    }
+    *next_gen += 1;
+    let gen = *next_gen;
+    let cell = boards.entry(board.clone()).or_insert_with(|| {
+        let cell = Arc::new(BoardCell::new(Board::new(Arc::new(Notify::new()))));
         tokio::spawn(super::worker::run(
             inner.clone(),
             board.clone(),
-            gen,
-            wake.clone(),
+            cell.clone(),
         ));
         inner.wake_subscribers();
-        Board::new(gen, wake)
+        cell
     });
-    b.subs
-        .insert(key, Sub::new(view, player, gen, outbox.clone()));
-    gen
+    cell.lock()
+        .insert_sub(key, Sub::new(view, player, gen, outbox.clone()));
+    Ok(gen)
+}
+
+fn closing() -> AppError {
+    AppError::new(ErrorCode::Unavailable, "the session is closing")
 }
 
 impl Inner {
@@ -104,19 +120,22 @@ impl Inner {
             rows,
         } = *sub;
         let slot = (board.clone(), key.1);
-        let mut st = self.lock();
-        let Some(b) = st.boards.get_mut(board) else {
-            return Err(AppError::new(
-                ErrorCode::Unavailable,
-                "the session is closing",
-            ));
+        let Some(cell) = self.cell(board) else {
+            return Err(closing());
         };
         let page = match page {
             Ok(p) => p,
             Err(e) => {
+                // Still ours: undo it (the registry first, then the board: the lock order), and
+                // drop a snapshot of the view it replaced.
+                let mut st = self.lock();
+                let mut b = cell.lock();
                 if b.subs.get(&key).is_some_and(|s| s.gen == gen) {
-                    // Still ours: undo it, and drop a snapshot of the view it replaced.
-                    b.subs.remove(&key);
+                    b.remove_sub(&key);
+                    drop(b);
+                    if let Some(s) = st.sessions.get_mut(&key.0) {
+                        s.views.retain(|v| *v != slot);
+                    }
                     self.forget_board_if_unwatched(&mut st, board);
                     drop(st);
                     outbox.drop_view(&slot);
@@ -124,6 +143,8 @@ impl Inner {
                 return Err(e);
             }
         };
+        let mut guard = cell.lock();
+        let b = &mut *guard;
         let built = render(board, want, rows, &page, &mut b.me, false);
         b.season.get_or_insert_with(|| page.season.clone());
         let behind = b.high_seq > page.seq;
@@ -135,7 +156,7 @@ impl Inner {
             outbox.offer_view(&slot.0, slot.1, built.text);
             if behind {
                 // Events newer than the snapshot were seen before it was ready: catch up.
-                sub.force = true;
+                b.force(key);
                 b.dirty.any = true;
                 b.wake.notify_one();
             }

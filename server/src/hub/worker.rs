@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use scorecast_shared::board::Ranking;
 use scorecast_shared::{Entry, Id, View};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::around::{Kept, Window};
-use super::board::Board;
+use super::board::{Board, BoardCell};
+use super::changes;
 use super::derive::Standings;
 use super::plan::{self, Plan, Planned, Want};
 use super::render::{render, render_me, Built};
@@ -35,21 +35,56 @@ const CONFIG_EVERY: Duration = Duration::from_secs(1);
 /// A flush whose reads failed (Redis down) is retried after this.
 const FLUSH_RETRY: Duration = Duration::from_millis(250);
 
-/// The longest a board's window grows to while most of its `me` watchers are behind, in
-/// coalescing windows.
-const MAX_STRETCH: u32 = 16;
+/// The longest the players' window of a board grows to, in coalescing windows (1 s at the
+/// default 50 ms).
+const MAX_STRETCH: u32 = 20;
 
-/// The window before a board's next flush: `coalesce_ms` while its sessions keep up; doubled
-/// (up to [`MAX_STRETCH`] times) after a flush that found most of its `me` watchers behind
-/// (their sessions had not written their update of two windows before, so it was deferred),
-/// and halved back once they keep up again. A board whose watchers cannot take its pushes is
-/// flushed less often instead of walked every window for views that cannot be sent: that CPU
-/// goes to the submissions (10 000 watchers on two cores). Never below `coalesce_ms`.
-fn next_window(window: Duration, coalesce: Duration, flushed: Flushed) -> Duration {
-    if flushed.deferred * 2 > flushed.me {
-        (window * 2).min(coalesce * MAX_STRETCH)
+/// Why a board's players' window was stretched (`scorecast_views_stretches_total{cause}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stretch {
+    /// Most of its `me` watchers' sessions had not written their update of two windows before.
+    SessionsBehind,
+    /// The flush's own work (planning, deriving, rendering, offering; not its Redis reads) took
+    /// more than a quarter of the window: the views would crowd out the submissions.
+    FlushBudget,
+}
+
+impl Stretch {
+    pub fn label(self) -> &'static str {
+        match self {
+            Stretch::SessionsBehind => "sessions_behind",
+            Stretch::FlushBudget => "flush_budget",
+        }
+    }
+}
+
+/// The players' (`me`, `around`) window before a board's next flush of them: `coalesce_ms` while
+/// its sessions keep up and its flushes stay within budget; doubled (up to [`MAX_STRETCH`]
+/// windows) after a flush that found most of its `me` watchers behind (their update of two
+/// windows before was still unwritten, so it was deferred) or that spent more than a quarter of
+/// the window on its own work (`busy`); halved back once they keep up and the work would fit a
+/// quarter of the halved window. A board whose views cannot keep up is flushed less often
+/// instead: that CPU goes to the submissions. Never below `coalesce_ms`. `top` views are not
+/// stretched: they are flushed every `coalesce_ms` (`changes.rs`).
+fn next_window(
+    window: Duration,
+    coalesce: Duration,
+    flushed: Flushed,
+    busy: Duration,
+) -> (Duration, Option<Stretch>) {
+    let cause = if flushed.deferred * 2 > flushed.me {
+        Some(Stretch::SessionsBehind)
+    } else if busy * 4 > window {
+        Some(Stretch::FlushBudget)
     } else {
-        (window / 2).max(coalesce)
+        None
+    };
+    let max = coalesce * MAX_STRETCH;
+    match cause {
+        Some(_) if window < max => ((window * 2).min(max), cause),
+        Some(_) => (window, cause),
+        None if busy * 8 <= window => ((window / 2).max(coalesce), None),
+        None => (window, None),
     }
 }
 
@@ -62,36 +97,83 @@ struct Flushed {
     deferred: u64,
 }
 
-/// Flushes one board's views, at most once per window (at least `coalesce_ms`: see
-/// [`next_window`]), until the board entry of `epoch` is gone.
-pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Notify>) {
+/// Flushes one board's views until the registry dropped its cell, taking only the board's own
+/// lock: `top` views at most once per `coalesce_ms`, `me` and `around` views at most once per
+/// players' window (at least `coalesce_ms`: see [`next_window`]).
+pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
+    let wake = cell.wake.clone();
     let coalesce = Duration::from_millis(inner.ws.coalesce_ms);
     let mut window = coalesce;
+    // Why `window` is stretched (the cause of its last doubling), while it is.
+    let mut stretched_by: Option<Stretch> = None;
     let mut last_flush: Option<Instant> = None;
+    let mut last_players: Option<Instant> = None;
+    // `me` or `around` views were left for when their window elapses.
+    let mut players_later = false;
     let mut config_read: Option<Instant> = None;
     loop {
         // Standings are derived from events only on ordinal boards. A board's ranking can be
         // changed by an admin without an event, so the config is read again at most once per
         // CONFIG_EVERY, before a flush; until it is read (or if it cannot be) standings are read.
-        wake.notified().await;
+        match last_players.filter(|_| players_later) {
+            Some(t) => {
+                tokio::select! {
+                    _ = wake.notified() => {}
+                    _ = tokio::time::sleep_until(t + window) => {}
+                }
+            }
+            None => wake.notified().await,
+        }
         if let Some(t) = last_flush {
-            tokio::time::sleep_until(t + window).await;
+            tokio::time::sleep_until(t + coalesce).await;
         }
         if config_read.is_none_or(|t| t.elapsed() >= CONFIG_EVERY) {
             config_read = Some(Instant::now());
-            inner.check_ranking(&board, epoch).await;
+            inner.check_ranking(&board, &cell).await;
         }
-        let plan = match plan::plan(inner.lock().boards.get_mut(&board), epoch) {
+        let started = Instant::now();
+        let players_due = last_players.is_none_or(|t| started >= t + window);
+        let plan = match changes::plan_flush(&mut cell.lock(), players_due) {
             Planned::Gone => return,
-            Planned::Nothing => continue,
+            Planned::Nothing => {
+                players_later = false;
+                continue;
+            }
+            Planned::Later => {
+                players_later = true;
+                continue;
+            }
             Planned::Flush(p) => p,
         };
-        last_flush = Some(Instant::now());
+        let planned = started.elapsed();
+        players_later = plan.players_later;
+        last_flush = Some(started);
+        if players_due {
+            last_players = Some(started);
+        }
         match inner.read_plan(&board, &plan).await {
-            Ok(pages) => window = next_window(window, coalesce, inner.offer(&board, plan, pages)),
+            Ok(pages) => {
+                let offering = Instant::now();
+                let flushed = inner.offer(&board, &cell, plan, pages);
+                if players_due {
+                    let busy = planned + offering.elapsed();
+                    let (w, cause) = next_window(window, coalesce, flushed, busy);
+                    if let Some(c) = cause {
+                        metrics::VIEWS_STRETCHED
+                            .with_label_values(&[c.label()])
+                            .inc();
+                        stretched_by = Some(c);
+                    }
+                    window = w;
+                    if window <= coalesce {
+                        stretched_by = None;
+                    }
+                    cell.set_window(window, stretched_by);
+                }
+            }
             Err(e) => {
                 tracing::debug!(%board, error = %e, "view flush failed; retrying");
-                inner.mark_dirty_again(&board, &plan);
+                mark_dirty_again(&cell, &plan);
                 tokio::time::sleep(FLUSH_RETRY).await;
                 wake.notify_one();
             }
@@ -102,7 +184,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, epoch: u64, wake: Arc<Noti
 impl Inner {
     /// Reads whether the board ranks ordinally; a change (or the first read) makes every view
     /// recomputed and every `me` standing read again.
-    async fn check_ranking(&self, board: &Id, epoch: u64) {
+    async fn check_ranking(&self, board: &Id, cell: &BoardCell) {
         let ordinal = match self.store.board(board).await {
             Ok(cfg) => Some(matches!(cfg.ranking, Ranking::Ordinal)),
             Err(e) => {
@@ -110,10 +192,7 @@ impl Inner {
                 None
             }
         };
-        let mut st = self.lock();
-        let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == epoch) else {
-            return;
-        };
+        let mut b = cell.lock();
         // Also on the first read: the snapshots may have been taken under another ranking.
         if b.ordinal != ordinal {
             b.forget_standings();
@@ -171,11 +250,12 @@ impl Inner {
     }
 
     /// Offers the flush's messages to the subscriptions it was planned for.
-    fn offer(&self, board: &Id, plan: Plan, pages: Pages) -> Flushed {
-        let mut st = self.lock();
-        let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == plan.epoch) else {
+    fn offer(&self, board: &Id, cell: &BoardCell, plan: Plan, pages: Pages) -> Flushed {
+        let mut guard = cell.lock();
+        let b = &mut *guard;
+        if b.gone {
             return Flushed::default();
-        };
+        }
         let Pages { views, me: me_page } = pages;
         let (lowest, highest) = views
             .values()
@@ -206,6 +286,10 @@ impl Inner {
                 b.me.learn(p, e.map(|e| e.score), e.map(|e| e.rank), page.seq);
             }
         }
+        if let Some(lost) = plan.me_known {
+            // Every watcher's unknown standing was read by this flush.
+            b.me.mark_known(lost);
+        }
         let Some(season) = b.season.clone() else {
             return Flushed::default();
         };
@@ -220,6 +304,7 @@ impl Inner {
         let mut derived_pages: HashMap<Want, Page> = HashMap::new();
         let Board {
             subs,
+            forced,
             me,
             dirty,
             wake,
@@ -243,6 +328,7 @@ impl Inner {
                     // Held back for the player's ack to carry it (`Sub::held_for_ack`).
                     if !plan.resync && sub.held_for_ack(now, window) {
                         sub.force = true;
+                        forced.insert(key);
                         held = true;
                         continue;
                     }
@@ -254,6 +340,7 @@ impl Inner {
                         // watchers most of them were). It is rendered at a next flush instead,
                         // from the standing then, once the session caught up.
                         sub.force = true;
+                        forced.insert(key);
                         flushed.deferred += 1;
                         continue;
                     }
@@ -315,16 +402,14 @@ impl Inner {
         }
         flushed
     }
+}
 
-    /// A flush failed: its views are to be recomputed at the next one.
-    fn mark_dirty_again(&self, board: &Id, plan: &Plan) {
-        let mut st = self.lock();
-        if let Some(b) = st.boards.get_mut(board).filter(|b| b.epoch == plan.epoch) {
-            b.dirty.any = true;
-            b.dirty.full = true;
-            b.dirty.resync |= plan.resync;
-        }
-    }
+/// A flush failed: its views are to be recomputed at the next one.
+fn mark_dirty_again(cell: &BoardCell, plan: &Plan) {
+    let mut b = cell.lock();
+    b.dirty.any = true;
+    b.dirty.full = true;
+    b.dirty.resync |= plan.resync;
 }
 
 #[cfg(test)]
@@ -335,9 +420,13 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// The players' window doubles while most `me` watchers are behind, up to 20 windows (1 s
+    /// at 50 ms), and halves back once they keep up; a flush without `me` views never
+    /// stretches it.
     #[test]
     fn the_window_stretches_while_most_watchers_are_behind_and_comes_back() {
         let coalesce = ms(50);
+        let idle = Duration::ZERO;
         let behind = Flushed {
             me: 10,
             deferred: 6,
@@ -347,18 +436,44 @@ mod tests {
             deferred: 5,
         };
         let mut w = coalesce;
-        for want in [100, 200, 400, 800, 800] {
-            w = next_window(w, coalesce, behind);
-            assert_eq!(w, ms(want));
+        for want in [100, 200, 400, 800, 1000, 1000] {
+            let (next, cause) = next_window(w, coalesce, behind, idle);
+            assert_eq!((next, cause), (ms(want), Some(Stretch::SessionsBehind)));
+            w = next;
         }
-        for want in [400, 200, 100, 50, 50] {
-            w = next_window(w, coalesce, keeping_up);
-            assert_eq!(w, ms(want));
+        for want in [500, 250, 125, 62, 50, 50] {
+            w = next_window(w, coalesce, keeping_up, idle).0;
+            assert_eq!(w.as_millis(), want);
         }
-        // A flush with no `me` view (a board only spectators watch) never stretches it.
         assert_eq!(
-            next_window(coalesce, coalesce, Flushed::default()),
-            coalesce
+            next_window(coalesce, coalesce, Flushed::default(), idle),
+            (coalesce, None)
+        );
+    }
+
+    /// A flush whose own work exceeds a quarter of the window stretches it; it comes back only
+    /// once that work fits a quarter of the halved window.
+    #[test]
+    fn the_window_stretches_while_flushes_exceed_their_budget() {
+        let coalesce = ms(50);
+        let none = Flushed::default();
+        assert_eq!(
+            next_window(coalesce, coalesce, none, ms(13)),
+            (ms(100), Some(Stretch::FlushBudget))
+        );
+        assert_eq!(
+            next_window(coalesce, coalesce, none, ms(12)),
+            (coalesce, None),
+            "within a quarter"
+        );
+        assert_eq!(
+            next_window(ms(400), coalesce, none, ms(60)),
+            (ms(400), None),
+            "fits this window, not the halved one: kept"
+        );
+        assert_eq!(
+            next_window(ms(400), coalesce, none, ms(50)),
+            (ms(200), None)
         );
     }
 }

@@ -10,13 +10,19 @@
 //! - `views`: every player also watches its own `me` (push latency: from the submission to the
 //!   player's first `rank` push showing the score it produced).
 //!
-//! Printed per run: submissions/s, ack p99, push p99 to spectators (and to `me`), `me` pushes/s,
+//! Printed per run: submissions/s, ack p99, push p99 to spectators (and to `me`), `me` staleness
+//! p50/p99 (from the submission's ack reaching its submitter — the proxy for its commit — to the
+//! first `rank` push reaching it that shows that score or a later one; 0 when the push came
+//! first, or in the same write), `me` pushes/s,
 //! the server's CPU (from `/proc/<pid>/stat`) per submission and per push, Redis CPU and
 //! `EVALSHA` time (INFO), the `me` standings the hub derived vs read and the `me` updates it
 //! deferred because their session was behind (`/metrics`); then the ratio of submissions/s and
 //! what Redis spent on view reads: `INFO commandstats` counts both scripts as `EVALSHA`, so the
 //! view-read calls are the calls beyond the submission batches (one `seq` bump each), next to
 //! the `me` standings the hub read rather than derived.
+//!
+//! `--sizes N,M,...`: the whole scenario once per player count (e.g. `--sizes 1000,10000`),
+//! each on a fresh Redis and server, one after the other.
 //!
 //! `--against OTHER`: OTHER is another build of this program (e.g. one built from an older
 //! commit and copied aside). Its server (`OTHER --serve`) runs the same rounds beside this one's,
@@ -63,10 +69,12 @@ struct Args {
     /// Another build of this program: its server runs the same rounds beside this one's (each
     /// on its own Redis, alternating which goes first), for a before/after in one run.
     against: Option<std::path::PathBuf>,
+    /// Player counts to run the scenario at, one after the other (empty: `players`).
+    sizes: Vec<usize>,
 }
 
 const USAGE: &str =
-    "loadgen_views [--players N=1000] [--spectators K=10] [--seconds S=8] [--rounds R=3] [--http-workers W=0] [--views-first] [--against OTHER_LOADGEN_VIEWS]";
+    "loadgen_views [--players N=1000 | --sizes N,M,...] [--spectators K=10] [--seconds S=8] [--rounds R=3] [--http-workers W=0] [--views-first] [--against OTHER_LOADGEN_VIEWS]";
 
 impl Args {
     fn parse(argv: &[String]) -> anyhow::Result<Args> {
@@ -78,6 +86,7 @@ impl Args {
             rounds: 3,
             http_workers: 0,
             against: None,
+            sizes: Vec::new(),
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -95,6 +104,16 @@ impl Args {
                 "--seconds" => a.seconds = value()?,
                 "--rounds" => a.rounds = (value()? as usize).max(1),
                 "--http-workers" => a.http_workers = value()? as usize,
+                "--sizes" => {
+                    let list = it
+                        .next()
+                        .with_context(|| format!("--sizes needs a list\n{USAGE}"))?;
+                    a.sizes = list
+                        .split(',')
+                        .map(|n| n.trim().parse())
+                        .collect::<Result<_, _>>()
+                        .with_context(|| format!("--sizes: not a list of numbers\n{USAGE}"))?;
+                }
                 "--against" => {
                     let path = it
                         .next()
@@ -115,11 +134,19 @@ fn main() -> anyhow::Result<()> {
         let workers = argv.get(2).context("--serve REDIS_URL WORKERS")?.parse()?;
         return actix_web::rt::System::new().block_on(serve(url, workers));
     }
-    let args = Args::parse(&argv)?;
-    tokio::runtime::Builder::new_multi_thread()
+    let mut args = Args::parse(&argv)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?
-        .block_on(bench(args))
+        .build()?;
+    let sizes = std::mem::take(&mut args.sizes);
+    if sizes.is_empty() {
+        return runtime.block_on(bench(&args));
+    }
+    for n in sizes {
+        args.players = n;
+        runtime.block_on(bench(&args))?;
+    }
+    Ok(())
 }
 
 /// The child: a release Scorecast server on a free port, printed as `PORT <n>`.
@@ -272,6 +299,9 @@ struct Run {
     ack_p99_ms: f64,
     top_p99_ms: f64,
     me_p99_ms: f64,
+    /// `me` staleness: from the ack at the submitter to the push showing its score (ms).
+    stale_p50_ms: f64,
+    stale_p99_ms: f64,
     me_pushes: u64,
     server_cpu_s: f64,
     /// This load generator's own CPU (its clients share the machine with the server).
@@ -289,8 +319,9 @@ struct Run {
     batches: u64,
 }
 
-/// Per player: acks' latencies (µs), `rank` pushes received, and `me` push latencies (µs).
-type PlayerResult = (Vec<u64>, u64, Vec<u64>);
+/// Per player: acks' latencies (µs), `rank` pushes received, `me` push latencies (µs) and `me`
+/// staleness (µs).
+type PlayerResult = (Vec<u64>, u64, Vec<u64>, Vec<u64>);
 
 /// One player keeping one submission in flight until `deadline`.
 async fn play(
@@ -303,6 +334,11 @@ async fn play(
     // Score -> when the submission that produced it was sent (until its push is seen).
     let mut sent_for: HashMap<i64, Instant> = HashMap::new();
     let mut pushed: HashMap<i64, Instant> = HashMap::new();
+    // Staleness: the scores acked and not yet shown by a push, with when their ack came; the
+    // highest score a push showed so far.
+    let mut stale = Vec::new();
+    let mut acked_at: Vec<(i64, Instant)> = Vec::new();
+    let mut shown = i64::MIN;
     let mut n = 0u64;
     while Instant::now() < deadline {
         n += 1;
@@ -320,6 +356,15 @@ async fn play(
             if v["type"] == "rank" {
                 pushes += 1;
                 if let Some(s) = v["score"].as_i64() {
+                    // Scores only grow: a push showing `s` brings every change up to it.
+                    shown = shown.max(s);
+                    acked_at.retain(|&(k, at)| {
+                        let seen = k <= s;
+                        if seen {
+                            stale.push(now.duration_since(at).as_micros() as u64);
+                        }
+                        !seen
+                    });
                     match sent_for.remove(&s) {
                         Some(t0) => me_lat.push(now.duration_since(t0).as_micros() as u64),
                         None => {
@@ -333,6 +378,12 @@ async fn play(
                 anyhow::ensure!(v["type"] == "ack", "submission refused: {v}");
                 acks.push(t.elapsed().as_micros() as u64);
                 if let Some(s) = v["score"].as_i64() {
+                    if s <= shown {
+                        // Its push came first (or in the same write).
+                        stale.push(0);
+                    } else {
+                        acked_at.push((s, now));
+                    }
                     match pushed.remove(&s) {
                         Some(at) => me_lat.push(at.saturating_duration_since(t).as_micros() as u64),
                         None => {
@@ -345,7 +396,7 @@ async fn play(
             }
         }
     }
-    Ok((acks, pushes, me_lat))
+    Ok((acks, pushes, me_lat, stale))
 }
 
 async fn run(
@@ -410,12 +461,13 @@ async fn run(
         .map(|(i, ws)| tokio::spawn(play(ws, i, name, deadline)))
         .collect();
     probe_until(&mut probe, name, &probes, deadline, PROBE_EVERY).await?;
-    let (mut acks, mut pushes, mut me_lat) = (Vec::new(), 0u64, Vec::new());
+    let (mut acks, mut pushes, mut me_lat, mut stale) = (Vec::new(), 0u64, Vec::new(), Vec::new());
     for (i, t) in player_tasks.into_iter().enumerate() {
-        let (a, p, m) = t.await?.with_context(|| format!("{name} player {i}"))?;
+        let (a, p, m, s) = t.await?.with_context(|| format!("{name} player {i}"))?;
         acks.extend(a);
         pushes += p;
         me_lat.extend(m);
+        stale.extend(s);
     }
     let seconds = start.elapsed().as_secs_f64();
     let cpu1 = cpu_seconds(pid)?;
@@ -432,6 +484,7 @@ async fn run(
     acks.sort_unstable();
     top.sort_unstable();
     me_lat.sort_unstable();
+    stale.sort_unstable();
     Ok(Run {
         name,
         seconds,
@@ -439,6 +492,8 @@ async fn run(
         ack_p99_ms: percentile(&acks, 0.99) / 1000.0,
         top_p99_ms: percentile(&top, 0.99) / 1000.0,
         me_p99_ms: percentile(&me_lat, 0.99) / 1000.0,
+        stale_p50_ms: percentile(&stale, 0.50) / 1000.0,
+        stale_p99_ms: percentile(&stale, 0.99) / 1000.0,
         me_pushes: pushes,
         server_cpu_s: cpu1 - cpu0,
         loadgen_cpu_s: own1 - own0,
@@ -453,7 +508,7 @@ async fn run(
     })
 }
 
-async fn bench(a: Args) -> anyhow::Result<()> {
+async fn bench(a: &Args) -> anyhow::Result<()> {
     // Each player is one descriptor here and one in the server (a process of its own, with the
     // same limit). Past the limit the server's accepts fail and back off: the ramp-up crawls.
     let need = a.players as u64 + 64;
@@ -464,9 +519,9 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         a.players,
     );
     let dir = std::env::temp_dir().join(format!("scorecast-loadgen-views-{}", std::process::id()));
-    let mut sides = vec![Side::start("this build", &std::env::current_exe()?, &dir, &a).await?];
+    let mut sides = vec![Side::start("this build", &std::env::current_exe()?, &dir, a).await?];
     if let Some(other) = &a.against {
-        sides.push(Side::start(&other.display().to_string(), other, &dir, &a).await?);
+        sides.push(Side::start(&other.display().to_string(), other, &dir, a).await?);
     }
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -490,11 +545,11 @@ async fn bench(a: Args) -> anyhow::Result<()> {
             let (url, port, pid) = (side.url.clone(), side.port, side.pid);
             let conn = &mut side.conn;
             let pair = if a.views_first == (round % 2 == 0) {
-                let views = run("views", &a, &url, port, pid, conn).await?;
-                (run("plain", &a, &url, port, pid, conn).await?, views)
+                let views = run("views", a, &url, port, pid, conn).await?;
+                (run("plain", a, &url, port, pid, conn).await?, views)
             } else {
-                let plain = run("plain", &a, &url, port, pid, conn).await?;
-                (plain, run("views", &a, &url, port, pid, conn).await?)
+                let plain = run("plain", a, &url, port, pid, conn).await?;
+                (plain, run("views", a, &url, port, pid, conn).await?)
             };
             pairs[i].push(pair);
         }
@@ -504,7 +559,7 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         if sides.len() > 1 {
             println!("== {}", side.label);
         }
-        summary.push(report(&a, pairs));
+        summary.push(report(a, pairs));
     }
     if sides.len() > 1 {
         println!("side by side, the same rounds alternated (medians over rounds):");
@@ -571,12 +626,14 @@ fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
     ratios.sort_by(|x, y| x.0.total_cmp(&y.0));
     let (ratio, median) = ratios[ratios.len() / 2];
     println!(
-        "{:<6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8}",
+        "{:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8}",
         "run",
         "subs/s",
         "ack p99",
         "top p99",
         "me p99",
+        "stale p50",
+        "stale p99",
         "me push/s",
         "srv cpu",
         "µs/push",
@@ -597,12 +654,14 @@ fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
             f64::NAN
         };
         println!(
-            "{:<6} {:>9.0} {:>7.1}ms {:>7.1}ms {:>7.1}ms {:>10.0} {:>8.2}s {:>9.1} {:>7.2}s {:>8.2}s {:>9} {:>9} {:>7.2}s",
+            "{:<6} {:>9.0} {:>7.1}ms {:>7.1}ms {:>7.1}ms {:>7.1}ms {:>7.1}ms {:>10.0} {:>8.2}s {:>9.1} {:>7.2}s {:>8.2}s {:>9} {:>9} {:>7.2}s",
             r.name,
             rate,
             r.ack_p99_ms,
             r.top_p99_ms,
             r.me_p99_ms,
+            r.stale_p50_ms,
+            r.stale_p99_ms,
             r.me_pushes as f64 / r.seconds,
             r.server_cpu_s,
             us_per_push,
@@ -650,11 +709,27 @@ fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
     // pushes cost (delivery, derivation, rendering), less sensitive to the machine's load than
     // the rates.
     let per_sub = plain.server_cpu_s / plain.submissions.max(1) as f64;
+    let per_push = (views.server_cpu_s - per_sub * views.submissions as f64) * 1e6
+        / views.me_pushes.max(1) as f64;
     println!(
-        "server CPU per submission (plain run): {:.1} µs; beyond it per delivered me push (views run): {:.1} µs",
+        "server CPU per submission (plain run): {:.1} µs; beyond it per delivered me push (views run): {per_push:.1} µs",
         per_sub * 1e6,
-        (views.server_cpu_s - per_sub * views.submissions as f64) * 1e6
-            / views.me_pushes.max(1) as f64
+    );
+    // The figures the targets are stated in (those of this machine: 2 cores shared).
+    let big = a.players >= 10_000;
+    println!(
+        "SUMMARY {} players: submissions/s with views {:.0}, without {:.0}, ratio {ratio:.2} (target ≥ {}); ack p99 {:.1} ms (without views {:.1} ms); top push p99 {:.1} ms (target ≤ 150 ms); me pushes/s {:.0}; server µs per me push {per_push:.1} (target ≤ 8); me staleness from the ack p50 {:.1} ms, p99 {:.1} ms (target ≤ {} ms)",
+        a.players,
+        rate(views),
+        rate(plain),
+        if big { "0.80" } else { "0.90" },
+        views.ack_p99_ms,
+        plain.ack_p99_ms,
+        views.top_p99_ms,
+        views.me_pushes as f64 / views.seconds,
+        views.stale_p50_ms,
+        views.stale_p99_ms,
+        if big { 1000 } else { 100 },
     );
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
