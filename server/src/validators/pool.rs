@@ -1,6 +1,9 @@
 //! A fixed set of threads that run verifications, fed by a bounded queue: a verification never
-//! runs on an actix or tokio worker, so a validator burning its fuel slows no socket or HTTP
-//! request, and a flood of verifications is refused (`busy`) instead of queueing without end.
+//! runs on an actix or tokio worker, and a flood of verifications is refused (`busy`) instead of
+//! queueing without end. The threads run at a lower scheduling priority than the rest of the
+//! server ([`NICE`]): on a machine with as many cores as verification threads, a validator
+//! burning its fuel would otherwise take half of every core from the socket and HTTP workers;
+//! lowered, it gets what they leave, and other players' acks keep their latency.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -10,6 +13,11 @@ type Job = Box<dyn FnOnce() + Send>;
 /// Stack of each verification thread: well above the wasm stack limit
 /// ([`super::Limits::max_wasm_stack`]), which the engine enforces on this same stack.
 const THREAD_STACK: usize = 8 << 20;
+
+/// How much the verification threads raise their nice value over the process's (capped at
+/// 19, the lowest priority): at +10 the kernel gives a verification about a tenth of the
+/// share of a socket worker when both want the same core.
+pub const NICE: i32 = 10;
 
 /// The queue was full.
 #[derive(Debug)]
@@ -31,7 +39,10 @@ impl Pool {
             std::thread::Builder::new()
                 .name(format!("validator-{i}"))
                 .stack_size(THREAD_STACK)
-                .spawn(move || worker(&rx))?;
+                .spawn(move || {
+                    lower_priority();
+                    worker(&rx)
+                })?;
         }
         Ok(Pool { tx })
     }
@@ -56,5 +67,18 @@ fn worker(rx: &Mutex<Receiver<Job>>) {
             Ok(job) => job(),
             Err(_) => return,
         }
+    }
+}
+
+/// Raises this thread's nice value by [`NICE`] (Linux keeps one per thread; elsewhere this
+/// does nothing). A failure leaves the thread at the process's priority.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid, getpriority and setpriority only read and set this thread's scheduling
+    // priority; no memory is shared with the kernel.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
+        libc::setpriority(libc::PRIO_PROCESS, tid, (current + NICE).min(19));
     }
 }

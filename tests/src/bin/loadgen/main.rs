@@ -121,11 +121,11 @@ const USAGE: &str =
         [--bench-requests R=200000] [--bench-clients 50] [--bench-pipeline 16]
         [--queue-jobs J=20000] [--queue-workers W=8] [--queue-producers P=64]
         [--script-calls C=3000] [--load-only]
-        [--verified-only | --no-verified] [--verified-clients N=200] [--verified-runs R=10000]
-        [--verified-seconds T=4] [--hostile-clients H=4] [--hostile-players N=20]
+        [--verified-only | --no-verified] [--verified-clients N=200] [--verified-runs R=12000]
+        [--verified-seconds T=3] [--hostile-clients H=4] [--hostile-players N=20]
         [--hostile-seconds T=3]
   --quick: 3 s per round, 500 idle connections, 100 000 + 100 000 dedup submissions by 1 000
-  players, 50 000 redis-benchmark calls, 5 000 queue jobs, 1 000 script calls alone, 5 000
+  players, 50 000 redis-benchmark calls, 5 000 queue jobs, 1 000 script calls alone, 6 000
   verified runs for 2 s, 2 s per hostile phase (flags after it still apply)
   --verified-only / --no-verified: only the verified-runs section (starts, 1 000-move proofs,
   plain HTTP submissions, the sandbox alone, the hostile validator), or everything but it
@@ -157,8 +157,8 @@ impl Args {
             script_calls: 3_000,
             verified: Section::With,
             verified_clients: 200,
-            verified_runs: 10_000,
-            verified_seconds: 4,
+            verified_runs: 12_000,
+            verified_seconds: 3,
             hostile_clients: 4,
             hostile_players: 20,
             hostile_seconds: 3,
@@ -178,7 +178,7 @@ impl Args {
                     a.bench_requests = 50_000;
                     a.queue_jobs = 5_000;
                     a.script_calls = 1_000;
-                    a.verified_runs = 5_000;
+                    a.verified_runs = 6_000;
                     a.verified_seconds = 2;
                     a.hostile_seconds = 2;
                     continue;
