@@ -104,6 +104,10 @@ struct Args {
     hostile_clients: usize,
     hostile_players: usize,
     hostile_seconds: u64,
+    /// The verified section's server: verification threads and their nice value (`None`: the
+    /// server's defaults).
+    validator_threads: Option<usize>,
+    validator_nice: Option<i32>,
 }
 
 /// Whether a section runs, and whether only it does.
@@ -123,12 +127,14 @@ const USAGE: &str =
         [--script-calls C=3000] [--load-only]
         [--verified-only | --no-verified] [--verified-clients N=200] [--verified-runs R=12000]
         [--verified-seconds T=3] [--hostile-clients H=4] [--hostile-players N=20]
-        [--hostile-seconds T=3]
+        [--hostile-seconds T=3] [--validator-threads N] [--validator-nice N]
   --quick: 3 s per round, 500 idle connections, 100 000 + 100 000 dedup submissions by 1 000
   players, 50 000 redis-benchmark calls, 5 000 queue jobs, 1 000 script calls alone, 6 000
   verified runs for 2 s, 2 s per hostile phase (flags after it still apply)
   --verified-only / --no-verified: only the verified-runs section (starts, 1 000-move proofs,
   plain HTTP submissions, the sandbox alone, the hostile validator), or everything but it
+  --validator-threads / --validator-nice: the verified section's server runs its verifications
+  on N threads / at nice +N (defaults: the server's, [validators] threads and nice)
   --load-only: only the WebSocket rounds (e.g. to profile a server under load: the server is
   this binary's child, `loadgen --serve`)
   --against: another build of loadgen; its server runs in the same rounds (a before/after)";
@@ -162,6 +168,8 @@ impl Args {
             hostile_clients: 4,
             hostile_players: 20,
             hostile_seconds: 3,
+            validator_threads: None,
+            validator_nice: None,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -234,6 +242,8 @@ impl Args {
                 "--hostile-clients" => a.hostile_clients = n as usize,
                 "--hostile-players" => a.hostile_players = (n as usize).max(1),
                 "--hostile-seconds" => a.hostile_seconds = n.max(1),
+                "--validator-threads" => a.validator_threads = Some((n as usize).max(1)),
+                "--validator-nice" => a.validator_nice = Some(n.min(19) as i32),
                 _ => bail!("unknown flag {flag}\n{USAGE}"),
             }
         }
@@ -253,7 +263,13 @@ fn main() -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().map(String::as_str) == Some("--serve") {
         let url = argv.get(1).context("--serve REDIS_URL")?.clone();
-        return actix_web::rt::System::new().block_on(serve(url));
+        let mut settings = serve_settings(url)?;
+        // `--serve URL THREADS NICE`: the verified section's validator pool.
+        if let (Some(threads), Some(nice)) = (argv.get(2), argv.get(3)) {
+            settings.validators.threads = threads.parse().context("validator threads")?;
+            settings.validators.nice = nice.parse().context("validator nice")?;
+        }
+        return actix_web::rt::System::new().block_on(serve(settings));
     }
     let args = Args::parse(&argv)?;
     tokio::runtime::Builder::new_multi_thread()
@@ -262,8 +278,8 @@ fn main() -> anyhow::Result<()> {
         .block_on(bench(args))
 }
 
-/// The child: a release Scorecast server on a free port, printed as `PORT <n>`.
-async fn serve(redis_url: String) -> anyhow::Result<()> {
+/// The child's settings: a release Scorecast server on a free port.
+fn serve_settings(redis_url: String) -> anyhow::Result<Settings> {
     let mut settings = Settings {
         listen: "127.0.0.1:0".parse()?,
         redis_url: Some(Secret::new(redis_url)),
@@ -283,6 +299,11 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
     settings
         .boards
         .insert(verified::VERIFIED_BOARD.into(), verified::verified_board());
+    Ok(settings)
+}
+
+/// The child: the server, its port printed as `PORT <n>`.
+async fn serve(settings: Settings) -> anyhow::Result<()> {
     let app = Application::build(settings).await?;
     println!("PORT {}", app.port());
     std::io::stdout().flush()?;
@@ -365,9 +386,19 @@ fn read_port(child: &mut Child, port: impl Fn(&str) -> Option<u16>) -> anyhow::R
 
 /// A Scorecast server: `loadgen --serve`, of this build or of `exe`.
 fn start_scorecast(exe: &Path, redis_url: &str) -> anyhow::Result<(ChildGuard, u16)> {
+    start_scorecast_with(exe, redis_url, &[])
+}
+
+/// [`start_scorecast`] with more arguments after the Redis URL.
+fn start_scorecast_with(
+    exe: &Path,
+    redis_url: &str,
+    extra: &[String],
+) -> anyhow::Result<(ChildGuard, u16)> {
     let child = Command::new(exe)
         .arg("--serve")
         .arg(redis_url)
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
