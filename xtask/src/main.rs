@@ -119,7 +119,11 @@ fn try_main() -> Result<ExitCode> {
                 eprintln!("bench: load generator not built yet");
                 return Ok(ExitCode::FAILURE);
             }
-            if !extra.iter().any(|a| a == "--peer") {
+            // The verified-runs section alone measures Scorecast only: no baseline to install.
+            if !extra
+                .iter()
+                .any(|a| a == "--peer" || a == "--verified-only")
+            {
                 if let Some(peer) = bench::prepare_peer(&ctx)? {
                     extra.push("--peer".into());
                     extra.push(peer.display().to_string());
