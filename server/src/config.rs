@@ -216,6 +216,9 @@ pub struct ValidatorSettings {
     pub deadline_ms: u64,
     /// Threads that run verifications (off the socket and HTTP workers).
     pub threads: usize,
+    /// How much those threads raise their nice value over the server's (Linux; capped at the
+    /// lowest priority, 19): 0 runs them at the server's priority.
+    pub nice: i32,
     /// Verifications that may wait for a thread before more are refused as `busy`.
     pub queue: usize,
     /// How long a run lasts after it starts.
@@ -233,6 +236,7 @@ impl Default for ValidatorSettings {
             proof_bytes: l.proof_bytes,
             deadline_ms: l.deadline.as_millis() as u64,
             threads: l.threads,
+            nice: l.nice,
             queue: l.queue,
             run_ttl_ms: 3_600_000,
             max_open_runs: 3,
@@ -248,6 +252,7 @@ impl ValidatorSettings {
             proof_bytes: self.proof_bytes,
             deadline: Duration::from_millis(self.deadline_ms),
             threads: self.threads.max(1),
+            nice: self.nice.clamp(0, 19),
             queue: self.queue,
             ..crate::validators::Limits::default()
         }

@@ -84,13 +84,13 @@ impl AppState {
                 format!("a proof may be at most {limit} bytes"),
             ));
         }
-        let cfg = self.store.board(board).await?;
+        let (cfg, r) = self.store.board_and_run(board, run).await?;
         let Some(name) = cfg.validator.as_deref() else {
             return Err(AppError::bad_request(format!(
                 "board {board} has no validator: submit points"
             )));
         };
-        let r = self.store.run(board, run).await?.ok_or_else(|| {
+        let r = r.ok_or_else(|| {
             AppError::new(
                 ErrorCode::NotFound,
                 format!("no run {run} on {board} (never started, or expired)"),

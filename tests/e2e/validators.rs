@@ -626,6 +626,15 @@ async fn verified_submissions_record_the_replayed_score() {
             "not_found",
             "no run",
         ),
+        // The board and the run are read together: no board is said before no run.
+        (
+            format!("/v1/boards/no-such-board/runs/{id}/proof"),
+            alice.clone(),
+            p200.clone(),
+            404,
+            "unknown_board",
+            "no board",
+        ),
         (
             proof_path.clone(),
             alice.clone(),

@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 
 pub mod cluster;
 pub mod load;
+pub mod play2048;
 pub mod process;
 pub mod test_redis;
 pub mod ws;

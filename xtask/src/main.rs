@@ -8,7 +8,8 @@
 //! cargo xtask test [--quick] [-- FILTER...]
 //!                                    setup, then fmt, clippy, wasm, its size, every test
 //! cargo xtask bench [--quick] [-- ARGS]
-//!                                    setup, then Scorecast beside the Node baseline
+//!                                    setup, then Scorecast beside the Node baseline, then
+//!                                    verified runs (`-- --verified-only` for those alone)
 //! cargo xtask chaos [-- ARGS]        setup, then the fault run (kills Redis, server, workers)
 //! cargo xtask fuzz [TARGET] [-- SECS] libFuzzer on the protocol parser and the score codec
 //! ```
@@ -42,9 +43,11 @@ commands:
                              --quick runs `cargo test` only; FILTER goes to the test runners
   bench [--quick] [-- ARGS]  setup, then build and run the load generator with ARGS:
                              Scorecast and the Node baseline (../shared/bench/peer) side
-                             by side, 3 alternating rounds; --quick: a run of a few minutes
+                             by side, 3 alternating rounds, then verified 2048 runs and a
+                             hostile validator; --quick: a run of a few minutes
                              (-- --views [--players N | --sizes 1000,10000] [--rounds R]:
-                             live ranks)
+                             live ranks; -- --verified-only / --no-verified: only / without
+                             verified runs)
   chaos [-- ARGS]            setup, then the fault run: redis-server, server and queue
                              workers SIGKILLed mid-load, stalled spectators; prints figures
   fuzz [TARGET] [-- SECONDS] fuzz client_msg and/or codec (nightly + cargo-fuzz), 60 s each";
@@ -119,7 +122,11 @@ fn try_main() -> Result<ExitCode> {
                 eprintln!("bench: load generator not built yet");
                 return Ok(ExitCode::FAILURE);
             }
-            if !extra.iter().any(|a| a == "--peer") {
+            // The verified-runs section alone measures Scorecast only: no baseline to install.
+            if !extra
+                .iter()
+                .any(|a| a == "--peer" || a == "--verified-only")
+            {
                 if let Some(peer) = bench::prepare_peer(&ctx)? {
                     extra.push("--peer".into());
                     extra.push(peer.display().to_string());

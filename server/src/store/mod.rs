@@ -317,12 +317,27 @@ impl Store {
         })
     }
 
-    /// The run `run` of `board`, unless it never existed or expired.
-    pub async fn run(&self, board: &Id, run: &Id) -> AppResult<Option<RunRecord>> {
+    /// The board's configuration (or `unknown_board`) and its run `run`, unless that never
+    /// existed or expired: one MGET (both keys are in the board's slot), the one read a
+    /// verified submission makes before its validator runs.
+    pub async fn board_and_run(
+        &self,
+        board: &Id,
+        run: &Id,
+    ) -> AppResult<(BoardConfig, Option<RunRecord>)> {
         let mut c = self.conn.clone();
-        let raw: Option<String> = c.get(keys::run(board, run.as_str())).await?;
-        raw.map(|r| serde_json::from_str(&r).map_err(|_| reply::bad("run")))
-            .transpose()
+        let (cfg, raw): (Option<String>, Option<String>) = redis::cmd("MGET")
+            .arg(keys::config(board))
+            .arg(keys::run(board, run.as_str()))
+            .query_async(&mut c)
+            .await?;
+        let cfg =
+            cfg.ok_or_else(|| AppError::new(ErrorCode::UnknownBoard, format!("no board {board}")))?;
+        let cfg = serde_json::from_str(&cfg).map_err(|_| reply::bad("board config"))?;
+        let run = raw
+            .map(|r| serde_json::from_str(&r).map_err(|_| reply::bad("run")))
+            .transpose()?;
+        Ok((cfg, run))
     }
 
     /// Stores a validator's module under `name` (checked by the caller), with its SHA-256 under

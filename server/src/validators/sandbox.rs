@@ -45,6 +45,8 @@ pub struct Limits {
     pub max_wasm_stack: usize,
     /// Verification threads.
     pub threads: usize,
+    /// How much the verification threads raise their nice value (see [`Pool::new`]).
+    pub nice: i32,
     /// Verifications waiting for a thread before more are refused as `busy`.
     pub queue: usize,
 }
@@ -60,6 +62,7 @@ impl Default for Limits {
             deadline: Duration::from_secs(2),
             max_wasm_stack: 256 << 10,
             threads: 2,
+            nice: 10,
             queue: 256,
         }
     }
@@ -182,7 +185,7 @@ impl Sandbox {
         std::thread::Builder::new()
             .name("validator-clock".into())
             .spawn(ticker)?;
-        let pool = Pool::new(limits.threads, limits.queue)?;
+        let pool = Pool::new(limits.threads, limits.nice, limits.queue)?;
         Ok(Sandbox {
             inner: Arc::new(Inner {
                 engine,

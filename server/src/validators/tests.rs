@@ -300,3 +300,35 @@ async fn the_embedded_2048_validator_matches_the_rules_source() {
         }
     }
 }
+
+/// Verifications run at a lower scheduling priority than the threads that created the pool
+/// (nice raised by the `nice` limit, 10 by default, capped at 19), so a validator spinning on
+/// every core leaves the socket workers their CPU; with 0 they keep the server's priority.
+#[cfg(target_os = "linux")]
+#[test]
+fn verification_threads_run_at_a_lower_priority() {
+    let nice_of_this_thread = || {
+        // SAFETY: reads this thread's nice value; no memory is shared.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::getpriority(libc::PRIO_PROCESS, tid)
+        }
+    };
+    let here = nice_of_this_thread();
+    let nice_in = |nice: i32| {
+        let pool = pool::Pool::new(1, nice, 1).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        pool.try_run(move || tx.send(nice_of_this_thread()).unwrap())
+            .unwrap();
+        rx.recv_timeout(Duration::from_secs(10)).unwrap()
+    };
+    let default = Limits::default().nice;
+    assert_eq!(default, 10);
+    let there = nice_in(default);
+    assert_eq!(there, (here + default).min(19));
+    assert!(
+        there > here || here == 19,
+        "{there} is not lower than {here}"
+    );
+    assert_eq!(nice_in(0), here, "0 keeps the server's priority");
+}

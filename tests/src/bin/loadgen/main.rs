@@ -30,6 +30,9 @@
 //!    running the script (`EVALSHA`, one submission per call, pipelined, fresh random player
 //!    and submission ids through `__rand_int__`).
 //! 4. Queues: enqueue and claim + ack through the library, beside `redis-benchmark`.
+//! 5. Verified runs ([`verified`]): starts, 1 000-move 2048 proofs and plain HTTP submissions
+//!    per second with their CPU, the sandbox alone, and a hostile validator's effect on other
+//!    players' acks.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -54,6 +57,8 @@ use scorecast_tests::load::{
     ChildGuard, Probes, Ws,
 };
 use serde_json::json;
+
+mod verified;
 
 const BOARD: &str = "bench";
 const TOKEN_SECRET: &str = "loadgen-token-secret-0123456789abcdef012345";
@@ -91,6 +96,26 @@ struct Args {
     /// Only the WebSocket rounds (no dedup-memory, redis-benchmark or queue phases): for
     /// profiling the servers under the submission load.
     load_only: bool,
+    /// The verified-runs section: after the rest, alone, or not at all.
+    verified: Section,
+    verified_clients: usize,
+    verified_runs: usize,
+    verified_seconds: u64,
+    hostile_clients: usize,
+    hostile_players: usize,
+    hostile_seconds: u64,
+    /// The verified section's server: verification threads and their nice value (`None`: the
+    /// server's defaults).
+    validator_threads: Option<usize>,
+    validator_nice: Option<i32>,
+}
+
+/// Whether a section runs, and whether only it does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Section {
+    With,
+    Only,
+    Without,
 }
 
 const USAGE: &str =
@@ -100,9 +125,16 @@ const USAGE: &str =
         [--bench-requests R=200000] [--bench-clients 50] [--bench-pipeline 16]
         [--queue-jobs J=20000] [--queue-workers W=8] [--queue-producers P=64]
         [--script-calls C=3000] [--load-only]
+        [--verified-only | --no-verified] [--verified-clients N=200] [--verified-runs R=12000]
+        [--verified-seconds T=3] [--hostile-clients H=4] [--hostile-players N=20]
+        [--hostile-seconds T=3] [--validator-threads N] [--validator-nice N]
   --quick: 3 s per round, 500 idle connections, 100 000 + 100 000 dedup submissions by 1 000
-  players, 50 000 redis-benchmark calls, 5 000 queue jobs, 1 000 script calls alone (flags
-  after it still apply)
+  players, 50 000 redis-benchmark calls, 5 000 queue jobs, 1 000 script calls alone, 6 000
+  verified runs for 2 s, 2 s per hostile phase (flags after it still apply)
+  --verified-only / --no-verified: only the verified-runs section (starts, 1 000-move proofs,
+  plain HTTP submissions, the sandbox alone, the hostile validator), or everything but it
+  --validator-threads / --validator-nice: the verified section's server runs its verifications
+  on N threads / at nice +N (defaults: the server's, [validators] threads and nice)
   --load-only: only the WebSocket rounds (e.g. to profile a server under load: the server is
   this binary's child, `loadgen --serve`)
   --against: another build of loadgen; its server runs in the same rounds (a before/after)";
@@ -129,6 +161,15 @@ impl Args {
             queue_producers: 64,
             load_only: false,
             script_calls: 3_000,
+            verified: Section::With,
+            verified_clients: 200,
+            verified_runs: 12_000,
+            verified_seconds: 3,
+            hostile_clients: 4,
+            hostile_players: 20,
+            hostile_seconds: 3,
+            validator_threads: None,
+            validator_nice: None,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -145,6 +186,17 @@ impl Args {
                     a.bench_requests = 50_000;
                     a.queue_jobs = 5_000;
                     a.script_calls = 1_000;
+                    a.verified_runs = 6_000;
+                    a.verified_seconds = 2;
+                    a.hostile_seconds = 2;
+                    continue;
+                }
+                "--verified-only" => {
+                    a.verified = Section::Only;
+                    continue;
+                }
+                "--no-verified" => {
+                    a.verified = Section::Without;
                     continue;
                 }
                 "--load-only" => {
@@ -184,6 +236,14 @@ impl Args {
                 "--script-calls" => a.script_calls = n.max(100),
                 "--queue-workers" => a.queue_workers = (n as usize).max(1),
                 "--queue-producers" => a.queue_producers = (n as usize).max(1),
+                "--verified-clients" => a.verified_clients = (n as usize).max(1),
+                "--verified-runs" => a.verified_runs = (n as usize).max(1),
+                "--verified-seconds" => a.verified_seconds = n.max(1),
+                "--hostile-clients" => a.hostile_clients = n as usize,
+                "--hostile-players" => a.hostile_players = (n as usize).max(1),
+                "--hostile-seconds" => a.hostile_seconds = n.max(1),
+                "--validator-threads" => a.validator_threads = Some((n as usize).max(1)),
+                "--validator-nice" => a.validator_nice = Some(n.min(19) as i32),
                 _ => bail!("unknown flag {flag}\n{USAGE}"),
             }
         }
@@ -203,7 +263,13 @@ fn main() -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().map(String::as_str) == Some("--serve") {
         let url = argv.get(1).context("--serve REDIS_URL")?.clone();
-        return actix_web::rt::System::new().block_on(serve(url));
+        let mut settings = serve_settings(url)?;
+        // `--serve URL THREADS NICE`: the verified section's validator pool.
+        if let (Some(threads), Some(nice)) = (argv.get(2), argv.get(3)) {
+            settings.validators.threads = threads.parse().context("validator threads")?;
+            settings.validators.nice = nice.parse().context("validator nice")?;
+        }
+        return actix_web::rt::System::new().block_on(serve(settings));
     }
     let args = Args::parse(&argv)?;
     tokio::runtime::Builder::new_multi_thread()
@@ -212,8 +278,8 @@ fn main() -> anyhow::Result<()> {
         .block_on(bench(args))
 }
 
-/// The child: a release Scorecast server on a free port, printed as `PORT <n>`.
-async fn serve(redis_url: String) -> anyhow::Result<()> {
+/// The child's settings: a release Scorecast server on a free port.
+fn serve_settings(redis_url: String) -> anyhow::Result<Settings> {
     let mut settings = Settings {
         listen: "127.0.0.1:0".parse()?,
         redis_url: Some(Secret::new(redis_url)),
@@ -230,6 +296,14 @@ async fn serve(redis_url: String) -> anyhow::Result<()> {
         ..Settings::default()
     };
     settings.boards.insert(BOARD.into(), unlimited());
+    settings
+        .boards
+        .insert(verified::VERIFIED_BOARD.into(), verified::verified_board());
+    Ok(settings)
+}
+
+/// The child: the server, its port printed as `PORT <n>`.
+async fn serve(settings: Settings) -> anyhow::Result<()> {
     let app = Application::build(settings).await?;
     println!("PORT {}", app.port());
     std::io::stdout().flush()?;
@@ -312,9 +386,19 @@ fn read_port(child: &mut Child, port: impl Fn(&str) -> Option<u16>) -> anyhow::R
 
 /// A Scorecast server: `loadgen --serve`, of this build or of `exe`.
 fn start_scorecast(exe: &Path, redis_url: &str) -> anyhow::Result<(ChildGuard, u16)> {
+    start_scorecast_with(exe, redis_url, &[])
+}
+
+/// [`start_scorecast`] with more arguments after the Redis URL.
+fn start_scorecast_with(
+    exe: &Path,
+    redis_url: &str,
+    extra: &[String],
+) -> anyhow::Result<(ChildGuard, u16)> {
     let child = Command::new(exe)
         .arg("--serve")
         .arg(redis_url)
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -594,6 +678,9 @@ fn machine() -> String {
 async fn bench(a: Args) -> anyhow::Result<()> {
     let tokens = Tokens::new(&Secret::new(TOKEN_SECRET));
     println!("scorecast loadgen — {}", machine());
+    if a.verified == Section::Only {
+        return verified::verified(&a, &tokens).await;
+    }
     println!(
         "  load: {} players × {} in flight, {} top spectators, {} s per round, {} idle connections, {} rounds{}",
         a.players,
@@ -729,6 +816,9 @@ async fn bench(a: Args) -> anyhow::Result<()> {
         dedup_memory(&a).await?;
         script_alone(&a).await?;
         redis_benchmark(&a).await?;
+        if a.verified == Section::With {
+            verified::verified(&a, &tokens).await?;
+        }
     }
     Ok(())
 }
