@@ -81,6 +81,22 @@ pub(super) struct Plan {
     pub me_known: Option<u64>,
 }
 
+impl Plan {
+    /// A plan that reaches nothing yet, for `b`'s current `seq`.
+    fn empty(b: &Board, resync: bool, players_later: bool) -> Plan {
+        Plan {
+            resync,
+            high_seq: b.high_seq,
+            top_limit: 0,
+            reads: Vec::new(),
+            me_reads: Vec::new(),
+            targets: Vec::new(),
+            players_later,
+            me_known: None,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(super) enum Planned {
     /// The board entry is gone (nobody watches it): the worker ends.
@@ -128,16 +144,7 @@ pub(super) struct Changes {
 /// within its first `N` ranks, or its being forced. `None` when none is. Pure.
 pub(super) fn plan_top(b: &Board) -> Option<Plan> {
     let d = &b.dirty;
-    let mut plan = Plan {
-        resync: d.resync,
-        high_seq: b.high_seq,
-        top_limit: 0,
-        reads: Vec::new(),
-        me_reads: Vec::new(),
-        targets: Vec::new(),
-        players_later: true,
-        me_known: None,
-    };
+    let mut plan = Plan::empty(b, d.resync, true);
     for key in b.others.iter().filter(|k| k.1 == ViewKind::Top) {
         let Some(sub) = b.subs.get(key).filter(|s| s.ready) else {
             continue;
@@ -170,16 +177,7 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
     let d = &c.dirty;
     let ranges = &c.ranges;
     let in_ranges = |r: u64| meets(ranges, r, r);
-    let mut plan = Plan {
-        resync: d.resync,
-        high_seq: b.high_seq,
-        top_limit: 0,
-        reads: Vec::new(),
-        me_reads: Vec::new(),
-        targets: Vec::new(),
-        players_later: false,
-        me_known: None,
-    };
+    let mut plan = Plan::empty(b, d.resync, false);
     let derive = c.derive;
     let mut reads = HashSet::new();
     let mut me_reads = HashSet::new();
