@@ -29,15 +29,14 @@ impl Inner {
     /// Every open view is re-sent as a fresh snapshot: events may have been missed, and `seq`
     /// may have restarted.
     fn resync_all(&self) {
-        let mut st = self.lock();
-        for b in st.boards.values_mut() {
+        for b in self.lock().boards.values() {
             b.mark_resync();
         }
     }
 
     /// `board`'s open views are re-sent as fresh snapshots.
     fn resync(&self, board: &Id) {
-        if let Some(b) = self.lock().boards.get_mut(board) {
+        if let Some(b) = self.lock().boards.get(board) {
             b.mark_resync();
         }
     }
