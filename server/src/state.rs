@@ -90,57 +90,22 @@ impl AppState {
                 "board {board} has no validator: submit points"
             )));
         };
-        let r = r.ok_or_else(|| {
+        // The record expires with the run in Redis time; this also ends it on the clock the
+        // store runs on (an injected one in tests), as `lua/run_start.lua` counts open runs.
+        let now = self.store.clock().now_ms();
+        let r = r.filter(|r| now < r.expires_ms).ok_or_else(|| {
             AppError::new(
                 ErrorCode::NotFound,
                 format!("no run {run} on {board} (never started, or expired)"),
             )
         })?;
-        // The record expires with the run in Redis time; this also ends it on the clock the
-        // store runs on (an injected one in tests), as `lua/run_start.lua` counts open runs.
-        if self.store.clock().now_ms() >= r.expires_ms {
-            return Err(AppError::new(
-                ErrorCode::NotFound,
-                format!("no run {run} on {board} (never started, or expired)"),
-            ));
-        }
         if r.player != player.id.as_str() {
             return Err(AppError::new(
                 ErrorCode::Forbidden,
                 format!("run {run} belongs to another player"),
             ));
         }
-        let validator = if name == crate::validators::registry::BUILTIN_NAME {
-            self.validators.builtin().clone()
-        } else {
-            let id = Id::parse(name)?;
-            // The digest (64 bytes) finds the compiled module; the module itself is read only
-            // when this instance has not compiled those bytes yet.
-            let cached = match self.store.validator_digest(&id).await? {
-                Some(sha) => self.validators.cached_hex(&sha),
-                None => None,
-            };
-            match cached {
-                Some(v) => v,
-                None => {
-                    let bytes = self.store.validator(&id).await?.ok_or_else(|| {
-                        AppError::new(
-                            ErrorCode::Unavailable,
-                            format!(
-                                "the board's validator {name} is missing; an operator must upload it"
-                            ),
-                        )
-                    })?;
-                    self.validators
-                        .compile(bytes.into())
-                        .await
-                        .map_err(|e| {
-                            AppError::new(ErrorCode::Unavailable, format!("validator {name}: {e}"))
-                        })?
-                        .0
-                }
-            }
-        };
+        let validator = self.board_validator(name).await?;
         let elapsed_ms = self.store.clock().now_ms() - r.started_ms;
         let len = proof.len();
         let score = self
@@ -173,6 +138,38 @@ impl AppState {
             verified: true,
         };
         self.submit_via(&s, via).await
+    }
+
+    /// The compiled validator a board names: the built-in one, or one uploaded to Redis. Its
+    /// digest (64 bytes) finds this instance's compiled module; the module itself is read and
+    /// compiled only when this instance has not compiled those bytes yet.
+    async fn board_validator(&self, name: &str) -> AppResult<crate::validators::Validator> {
+        use crate::error::AppError;
+        use scorecast_shared::ErrorCode;
+
+        if name == crate::validators::registry::BUILTIN_NAME {
+            return Ok(self.validators.builtin().clone());
+        }
+        let id = Id::parse(name)?;
+        if let Some(v) = self
+            .store
+            .validator_digest(&id)
+            .await?
+            .and_then(|sha| self.validators.cached_hex(&sha))
+        {
+            return Ok(v);
+        }
+        let bytes = self.store.validator(&id).await?.ok_or_else(|| {
+            AppError::new(
+                ErrorCode::Unavailable,
+                format!("the board's validator {name} is missing; an operator must upload it"),
+            )
+        })?;
+        let (v, _) =
+            self.validators.compile(bytes.into()).await.map_err(|e| {
+                AppError::new(ErrorCode::Unavailable, format!("validator {name}: {e}"))
+            })?;
+        Ok(v)
     }
 
     /// [`AppState::submit`], timed as coming through `via`.
