@@ -580,36 +580,7 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
     let player_tasks: Vec<_> = players
         .into_iter()
         .enumerate()
-        .map(|(i, mut ws)| {
-            tokio::spawn(async move {
-                let mut lat = Vec::new();
-                let mut sent: HashMap<String, Instant> = HashMap::with_capacity(in_flight);
-                let mut n = 0u64;
-                loop {
-                    // Keep `in_flight` submissions on the way until the deadline; then drain.
-                    while sent.len() < in_flight && Instant::now() < deadline {
-                        n += 1;
-                        let id = format!("p{i}-{n}");
-                        send(
-                            &mut ws,
-                            json!({"type": "submit", "id": id, "board": BOARD, "points": 1}),
-                        )
-                        .await?;
-                        sent.insert(id, Instant::now());
-                    }
-                    if sent.is_empty() {
-                        break;
-                    }
-                    let v = next_json(&mut ws, WAIT).await?;
-                    let Some(t) = v["id"].as_str().and_then(|id| sent.remove(id)) else {
-                        continue;
-                    };
-                    anyhow::ensure!(v["type"] == "ack", "submission refused: {v}");
-                    lat.push(t.elapsed().as_micros() as u64);
-                }
-                Ok::<_, anyhow::Error>(lat)
-            })
-        })
+        .map(|(i, ws)| tokio::spawn(keep_submitting(ws, format!("p{i}-"), in_flight, deadline)))
         .collect();
 
     let k = probe_until(
@@ -1200,4 +1171,39 @@ async fn queue_bench(
         pair_rate / rb_claim
     );
     Ok(())
+}
+
+/// One WebSocket player keeping `in_flight` submissions of `+1` to [`BOARD`] on the way until
+/// `deadline` (ids `<prefix><n>`), then draining them: every ack's latency (µs). A refusal
+/// ends the run with an error.
+async fn keep_submitting(
+    mut ws: Ws,
+    prefix: String,
+    in_flight: usize,
+    deadline: Instant,
+) -> anyhow::Result<Vec<u64>> {
+    let mut lat = Vec::new();
+    let mut sent: HashMap<String, Instant> = HashMap::with_capacity(in_flight);
+    let mut n = 0u64;
+    loop {
+        while sent.len() < in_flight && Instant::now() < deadline {
+            n += 1;
+            let id = format!("{prefix}{n}");
+            send(
+                &mut ws,
+                json!({"type": "submit", "id": id, "board": BOARD, "points": 1}),
+            )
+            .await?;
+            sent.insert(id, Instant::now());
+        }
+        if sent.is_empty() {
+            return Ok(lat);
+        }
+        let v = next_json(&mut ws, WAIT).await?;
+        let Some(t) = v["id"].as_str().and_then(|id| sent.remove(id)) else {
+            continue;
+        };
+        anyhow::ensure!(v["type"] == "ack", "submission refused: {v}");
+        lat.push(t.elapsed().as_micros() as u64);
+    }
 }

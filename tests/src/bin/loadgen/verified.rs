@@ -480,35 +480,13 @@ async fn ws_load(
     let handles: Vec<_> = conns
         .into_iter()
         .enumerate()
-        .map(|(i, mut ws)| {
-            let tag = tag.to_owned();
-            tokio::spawn(async move {
-                let mut lat = Vec::new();
-                let mut sent: HashMap<String, Instant> = HashMap::new();
-                let mut n = 0u64;
-                loop {
-                    while sent.len() < in_flight && Instant::now() < deadline {
-                        n += 1;
-                        let id = format!("{tag}{i}-{n}");
-                        send(
-                            &mut ws,
-                            json!({"type": "submit", "id": id, "board": BOARD, "points": 1}),
-                        )
-                        .await?;
-                        sent.insert(id, Instant::now());
-                    }
-                    if sent.is_empty() {
-                        break;
-                    }
-                    let v = next_json(&mut ws, WAIT).await?;
-                    let Some(t) = v["id"].as_str().and_then(|id| sent.remove(id)) else {
-                        continue;
-                    };
-                    anyhow::ensure!(v["type"] == "ack", "submission refused: {v}");
-                    lat.push(t.elapsed().as_micros() as u64);
-                }
-                anyhow::Ok(lat)
-            })
+        .map(|(i, ws)| {
+            tokio::spawn(keep_submitting(
+                ws,
+                format!("{tag}{i}-"),
+                in_flight,
+                deadline,
+            ))
         })
         .collect();
     let mut lat = Vec::new();
