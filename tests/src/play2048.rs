@@ -145,10 +145,10 @@ fn eval(b: u64) -> f64 {
     snake * 1e3 + empty
 }
 
-/// The best value reachable in `depth` moves from `b` (the spawns known from `rng`); a board
-/// with no move is worst.
-fn search(b: u64, rng: &Mulberry32, depth: u32) -> f64 {
-    let mut best = f64::MIN;
+/// The move from `b` with the best value reachable in `depth` moves (the spawns known from
+/// `rng`), and that value; `None` when no move changes the board.
+fn best_move(b: u64, rng: &Mulberry32, depth: u32) -> Option<(f64, Dir)> {
+    let mut best: Option<(f64, Dir)> = None;
     for d in Dir::ALL {
         let mut next = slide(b, d);
         if next == b {
@@ -159,9 +159,11 @@ fn search(b: u64, rng: &Mulberry32, depth: u32) -> f64 {
         let v = if depth <= 1 {
             eval(next)
         } else {
-            search(next, &r, depth - 1)
+            best_move(next, &r, depth - 1).map_or(f64::MIN, |(v, _)| v)
         };
-        best = best.max(v);
+        if best.is_none_or(|(bv, _)| v > bv) {
+            best = Some((v, d));
+        }
     }
     best
 }
@@ -186,24 +188,7 @@ fn play_with(seed: u32, moves: usize, base: u32) -> Option<(Vec<u8>, u64)> {
             3..=5 => base + 1,
             _ => base + 2,
         };
-        let mut best: Option<(f64, Dir)> = None;
-        for d in Dir::ALL {
-            let mut next = slide(b, d);
-            if next == b {
-                continue;
-            }
-            let mut r = rng.clone();
-            spawn(&mut next, &mut r);
-            let v = if depth <= 1 {
-                eval(next)
-            } else {
-                search(next, &r, depth - 1)
-            };
-            if best.is_none_or(|(bv, _)| v > bv) {
-                best = Some((v, d));
-            }
-        }
-        let (_, d) = best?;
+        let (_, d) = best_move(b, &rng, depth)?;
         // The crate makes the move; the search's board follows it.
         if !game.play(d).moved {
             return None;
