@@ -88,13 +88,7 @@ async fn ws_runs_record_the_validators_score() {
         run["run"].as_str().unwrap().to_owned(),
         run["seed"].as_u64().unwrap() as u32,
     );
-    let mut c = app.redis_conn().await;
-    let kept: String = redis::cmd("GET")
-        .arg(format!("lb:{{{BOARD}}}:run:{id}"))
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    let kept: Value = serde_json::from_str(&kept).unwrap();
+    let kept = app.stored_run(BOARD, &id).await;
     assert_eq!(
         (&kept["player"], &kept["seed"]),
         (&json!("alice"), &run["seed"])

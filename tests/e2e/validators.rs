@@ -465,13 +465,7 @@ async fn players_start_runs_over_http() {
     assert_eq!(status, 200, "{run}");
     let id = run["run"].as_str().unwrap();
     assert!(run["seed"].is_u64() && run["expires_ms"].as_i64() > run["started_ms"].as_i64());
-    let mut c = app.redis_conn().await;
-    let kept: String = redis::cmd("GET")
-        .arg(format!("lb:{{game-2048}}:run:{id}"))
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    let kept: Value = serde_json::from_str(&kept).unwrap();
+    let kept = app.stored_run("game-2048", id).await;
     assert_eq!(
         (&kept["player"], &kept["seed"]),
         (&json!("alice"), &run["seed"])

@@ -355,6 +355,17 @@ impl TestApp {
             .unwrap()
     }
 
+    /// The run record kept in Redis for `run` of `board` (`lb:{<board>}:run:<run>`, JSON).
+    pub async fn stored_run(&self, board: &str, run: &str) -> serde_json::Value {
+        let mut c = self.redis_conn().await;
+        let kept: String = redis::cmd("GET")
+            .arg(format!("lb:{{{board}}}:run:{run}"))
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        serde_json::from_str(&kept).unwrap()
+    }
+
     /// One field of Redis `INFO` (e.g. `blocked_clients`), as a number.
     pub async fn redis_info(&self, field: &str) -> i64 {
         let mut c = self.redis_conn().await;
