@@ -16,13 +16,21 @@ pub type Ws =
 /// The next JSON message within `within` (pings and pongs skipped); an error on a close, the
 /// end of the connection or the time running out.
 pub async fn next_json(ws: &mut Ws, within: Duration) -> anyhow::Result<Value> {
+    Ok(serde_json::from_str(&next_text(ws, within).await?)?)
+}
+
+/// The next text message, within `within` (for a caller that parses only what it needs).
+pub async fn next_text(
+    ws: &mut Ws,
+    within: Duration,
+) -> anyhow::Result<tokio_tungstenite::tungstenite::Utf8Bytes> {
     let deadline = tokio::time::Instant::now() + within;
     loop {
         match tokio::time::timeout_at(deadline, ws.next())
             .await
             .context("no message within the wait")?
         {
-            Some(Ok(Message::Text(t))) => return Ok(serde_json::from_str(&t)?),
+            Some(Ok(Message::Text(t))) => return Ok(t),
             Some(Ok(Message::Close(f))) => bail!("closed by the server: {f:?}"),
             Some(Ok(_)) => {}
             Some(Err(e)) => return Err(e.into()),
@@ -100,20 +108,36 @@ impl Drop for ChildGuard {
 /// Points of each probe submission: far above every player's, so each probe jumps to rank 1.
 pub const PROBE_POINTS: i64 = 1_000_000_000;
 
-/// When each probe score was sent: (score, send time), in order.
-pub type Probes = Arc<Mutex<Vec<(i64, Instant)>>>;
+/// One probe submission: its score, when it was sent, and when its ack came back (the proxy for
+/// its commit).
+pub struct Probe {
+    pub score: i64,
+    pub sent: Instant,
+    pub acked: Option<Instant>,
+}
 
-/// A `top` spectator until `stop` fires: for every probe score it sees `probe` reach, the
-/// latency from each probe submission it covers (µs).
+/// Every probe submission so far, in order.
+pub type Probes = Arc<Mutex<Vec<Probe>>>;
+
+/// What a spectator saw: for every probe submission it saw `probe` reach, the latency (µs) from
+/// its send (the submission's own round trip included) and from its ack (the push's own
+/// latency: 0 when the push came first).
+#[derive(Default)]
+pub struct Seen {
+    pub from_send: Vec<u64>,
+    pub from_ack: Vec<u64>,
+}
+
+/// A `top` spectator until `stop` fires, timing each probe submission it sees ([`Seen`]).
 pub fn spectate(
     mut ws: Ws,
     probes: Probes,
     stop: Arc<tokio::sync::Notify>,
     probe: String,
-) -> tokio::task::JoinHandle<Vec<u64>> {
+) -> tokio::task::JoinHandle<Seen> {
     tokio::spawn(async move {
         let mut seen = 0i64;
-        let mut lat = Vec::new();
+        let mut lat = Seen::default();
         let stopped = stop.notified();
         tokio::pin!(stopped);
         loop {
@@ -138,11 +162,11 @@ pub fn spectate(
             if let Some(s) = probe_score.filter(|s| *s > seen) {
                 // unwrap: the lock is never held across a panic.
                 let sent = probes.lock().unwrap();
-                lat.extend(
-                    sent.iter()
-                        .filter(|(score, _)| *score > seen && *score <= s)
-                        .map(|(_, t)| now.duration_since(*t).as_micros() as u64),
-                );
+                for p in sent.iter().filter(|p| p.score > seen && p.score <= s) {
+                    let since = |t: Instant| now.saturating_duration_since(t).as_micros() as u64;
+                    lat.from_send.push(since(p.sent));
+                    lat.from_ack.push(p.acked.map_or(0, since));
+                }
                 seen = s;
             }
         }
@@ -164,10 +188,11 @@ pub async fn probe_until(
         k += 1;
         let id = format!("probe-{k}");
         // unwrap: the lock is never held across a panic.
-        probes
-            .lock()
-            .unwrap()
-            .push((k * PROBE_POINTS, Instant::now()));
+        probes.lock().unwrap().push(Probe {
+            score: k * PROBE_POINTS,
+            sent: Instant::now(),
+            acked: None,
+        });
         send(
             probe,
             serde_json::json!({"type": "submit", "id": id, "board": board, "points": PROBE_POINTS}),
@@ -178,6 +203,10 @@ pub async fn probe_until(
             if v["id"] == id.as_str() {
                 break;
             }
+        }
+        // unwrap: the lock is never held across a panic.
+        if let Some(p) = probes.lock().unwrap().last_mut() {
+            p.acked = Some(Instant::now());
         }
         tokio::time::sleep(every).await;
     }

@@ -6,9 +6,10 @@
 //! The update is worked out from the batch's event alone ([`movers_after`]): a mover's last move
 //! gives its score and rank, and the later moves of the event shift that rank. That is exact on
 //! an ordinal board, so it is done only there, and only where it is allowed:
-//! - the view's last update was offered at least one window (`coalesce_ms`) ago and its session
-//!   has written it: still at most one message per view per window, and a session that is
-//!   behind is left to the flush (`worker.rs`);
+//! - the view's last update was offered at least one window (`coalesce_ms`) ago: still at most
+//!   one message per view per window. An update its session has not written yet is replaced in
+//!   its slot (the outbox keeps one per view), so a session that is behind still gets its own
+//!   newest standing with its ack, at no extra message;
 //! - the update is newer than the view's last message (`seq`), and nothing waits for a full
 //!   recompute or a resync.
 //!
@@ -101,11 +102,7 @@ impl Inner {
                 let Some(sub) = b.subs.get_mut(&(*sid, ViewKind::Me)) else {
                     continue;
                 };
-                if !sub.ready
-                    || sub.sent_within(now, window)
-                    || ev.seq <= sub.last_seq
-                    || sub.outbox.view_pending_since(board, ViewKind::Me).is_some()
-                {
+                if !sub.ready || sub.sent_within(now, window) || ev.seq <= sub.last_seq {
                     continue;
                 }
                 let msg = built.get_or_insert_with(|| {

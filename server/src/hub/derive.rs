@@ -17,16 +17,16 @@
 //!
 //! [`Standings`] keeps every known standing of a board between flushes. Those at the board's
 //! latest derived `seq` form the *ladder*: kept sorted by rank across flushes, because moves never
-//! change the order of the players that do not move themselves. A flush takes the ladder's movers
-//! out, shifts the rest with a Fenwick tree over their positions (range add, point query) and
-//! merges the movers back: `O(W + K log² W + K·M)` for `W` standings, `K` moves and `M` standings
-//! that move themselves, with no sort, no map built and no allocation once the buffers have grown.
-//! The `K·M` term is one pass per move over the movers' ranks, kept side by side in one array (at
-//! 1 000 moving watchers per flush, a pass over their scattered slots was 5 % of the server).
+//! change the order of the players that do not move themselves. A flush builds a treap over the
+//! ladder's ranks (`treap.rs`, `O(W)`) and applies each move to it as a take, a range add and an
+//! insert, `O(log W)` each, then reads the ranks back in order: `O(W + K log W)` for `W`
+//! standings and `K` moves, however many of the standings move themselves.
 //! A standing learned from a read at another `seq` is *loose* until the next flush derives it up to
 //! the ladder's `seq` (or finds it too old) and merges it in.
 
 use scorecast_shared::Id;
+
+use super::treap::Treap;
 
 /// One player's move, as the change event carries it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,9 +70,10 @@ struct Slot {
     group: Group,
     /// In [`Standings::loose`].
     loose: bool,
-    /// Moves itself in the flush being derived, as `movers[mover]`; `was` is its standing before.
+    /// Moves itself in the flush being derived (listed in `movers`); `was` is its standing
+    /// before, `ranked_now` whether it is on the board after the moves applied so far.
     moving: bool,
-    mover: u32,
+    ranked_now: bool,
     was: (Option<i64>, Option<u64>),
     /// Its standing changed in the last flush.
     changed: bool,
@@ -108,12 +109,9 @@ pub struct Standings {
     known: u64,
     // Buffers kept between flushes.
     movers: Vec<u32>,
-    /// The movers' ranks while a flush is derived ([`UNRANKED`]: not on the board), side by side
-    /// in one array: every move shifts those in its span, and their slots are scattered.
-    mover_ranks: Vec<u64>,
-    fenwick: Vec<i64>,
+    /// The ranks of the standings being derived while a flush applies its moves.
+    tree: Treap,
     spare: Vec<(u64, u32)>,
-    back: Vec<(u64, u32)>,
     catching: Vec<(u64, u32)>,
 }
 
@@ -174,7 +172,7 @@ impl Standings {
                     group: Group::Apart,
                     loose: false,
                     moving: false,
-                    mover: 0,
+                    ranked_now: false,
                     was: (None, None),
                     changed: false,
                 });
@@ -393,94 +391,76 @@ impl Standings {
             slots,
             changed,
             movers,
-            mover_ranks,
-            fenwick,
-            spare,
-            back,
+            tree,
             ..
         } = self;
         movers.clear();
-        mover_ranks.clear();
-        for m in moves {
-            if let Some(&s) = index.get(&m.player) {
+        tree.build(order);
+        let ok = moves.iter().all(|m| {
+            let tracked = index
+                .get(&m.player)
+                .copied()
+                .filter(|&s| slots[s as usize].group == group);
+            if let Some(s) = tracked {
                 let slot = &mut slots[s as usize];
-                if slot.group == group && !slot.moving {
+                if !slot.moving {
                     slot.moving = true;
-                    slot.mover = movers.len() as u32;
                     slot.was = (slot.st.score, slot.st.rank);
+                    slot.ranked_now = slot.st.rank.is_some();
                     movers.push(s);
-                    mover_ranks.push(slot.st.rank.unwrap_or(UNRANKED));
                 }
             }
-        }
-        if !movers.is_empty() {
-            order.retain(|&(_, s)| !slots[s as usize].moving);
-        }
-        // Players that do not move themselves keep their order: shifts are range adds over
-        // their positions.
-        let mut shifts = Fenwick::reset(fenwick, order.len());
-        for m in moves {
-            let me = index
-                .get(&m.player)
-                .map(|&s| &slots[s as usize])
-                .filter(|slot| slot.moving)
-                .map(|slot| slot.mover as usize);
-            if let Some(j) = me {
-                if ranked(mover_ranks[j]) != m.previous_rank {
-                    for &s in movers.iter() {
-                        slots[s as usize].moving = false;
-                    }
-                    return false;
-                }
+            // Out at its old rank: a standing known there must be the mover's own.
+            let out = m.previous_rank.and_then(|old| tree.take(old));
+            match (tracked, out) {
+                (Some(s), Some(n)) if tree.value(n) == s => {}
+                (Some(s), None) if !slots[s as usize].ranked_now => {}
+                (None, None) => {}
+                _ => return false,
             }
             let old = m.previous_rank.unwrap_or(UNRANKED);
             let new = m.rank.unwrap_or(UNRANKED);
-            let span = match new.cmp(&old) {
-                std::cmp::Ordering::Less => Some((new, old - 1, 1)),
-                std::cmp::Ordering::Greater => Some((old + 1, new, -1)),
-                std::cmp::Ordering::Equal => None,
-            };
-            if let Some((lo, hi, d)) = span {
-                let at = |k: usize| (order[k].0 as i64 + shifts.sum(k)) as u64;
-                let a = first(order.len(), |k| at(k) >= lo);
-                let b = first(order.len(), |k| at(k) > hi);
-                shifts.add(a, d);
-                shifts.add(b, -d);
-                // The mover itself is outside its span; the unranked never shift. Branch-free:
-                // whether a rank is inside is a coin toss the predictor cannot learn.
-                if let Some(width) = hi.min(UNRANKED - 1).checked_sub(lo) {
-                    let step = d as u64;
-                    for r in mover_ranks.iter_mut() {
-                        let inside = (r.wrapping_sub(lo) <= width) as u64;
-                        *r = r.wrapping_add(step & inside.wrapping_neg());
-                    }
+            match new.cmp(&old) {
+                std::cmp::Ordering::Less => tree.add(new, old - 1, 1),
+                std::cmp::Ordering::Greater => tree.add(old + 1, new.min(UNRANKED - 1), -1),
+                std::cmp::Ordering::Equal => {}
+            }
+            if let Some(s) = tracked {
+                let slot = &mut slots[s as usize];
+                slot.st.score = m.score;
+                slot.ranked_now = m.rank.is_some();
+                if let (Some(n), Some(r)) = (out.or_else(|| Some(tree.fresh(s))), m.rank) {
+                    tree.insert(n, r);
                 }
             }
-            if let Some(j) = me {
-                mover_ranks[j] = new;
-                slots[movers[j] as usize].st.score = m.score;
+            true
+        });
+        if !ok {
+            for &s in movers.iter() {
+                slots[s as usize].moving = false;
+            }
+            return false;
+        }
+        tree.sorted(order);
+        for &(r, s) in order.iter() {
+            let slot = &mut slots[s as usize];
+            if slot.moving {
+                slot.st.rank = Some(r);
+            } else if slot.st.rank != Some(r) {
+                slot.st.previous_rank = slot.st.rank;
+                slot.st.rank = Some(r);
+                if !slot.changed {
+                    slot.changed = true;
+                    changed.push(s);
+                }
             }
         }
-        for (k, entry) in order.iter_mut().enumerate() {
-            let d = shifts.sum(k);
-            if d == 0 {
-                continue;
-            }
-            let r = (entry.0 as i64 + d) as u64;
-            entry.0 = r;
-            let slot = &mut slots[entry.1 as usize];
-            slot.st.previous_rank = slot.st.rank;
-            slot.st.rank = Some(r);
-            if !slot.changed {
-                slot.changed = true;
-                changed.push(entry.1);
-            }
-        }
-        back.clear();
-        for (&s, &r) in movers.iter().zip(mover_ranks.iter()) {
+        for &s in movers.iter() {
             let slot = &mut slots[s as usize];
             slot.moving = false;
-            slot.st.rank = ranked(r);
+            if !slot.ranked_now {
+                slot.st.rank = None;
+            }
             if (slot.st.score, slot.st.rank) != slot.was {
                 slot.st.previous_rank = slot.was.1;
                 if !slot.changed {
@@ -488,17 +468,12 @@ impl Standings {
                     changed.push(s);
                 }
             }
-            if let Some(r) = slot.st.rank {
-                back.push((r, s));
-            }
         }
-        back.sort_unstable();
-        insert_sorted(order, spare, back);
         true
     }
 }
 
-/// A mover's rank in [`Standings::mover_ranks`] when it is not on the board.
+/// A rank standing for "not on the board" in a move's span.
 const UNRANKED: u64 = u64::MAX;
 
 /// Where a player that moves in one event stands once the event is applied ([`movers_after`]).
@@ -593,52 +568,6 @@ fn insert_sorted(order: &mut Vec<(u64, u32)>, spare: &mut Vec<(u64, u32)>, add: 
             spare.extend_from_slice(&add[j..]);
             std::mem::swap(order, spare);
         }
-    }
-}
-
-/// The first `k` in `0..n` for which `pred` holds (`pred` monotone: false then true), or `n`.
-fn first(n: usize, pred: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    lo
-}
-
-/// Range add (as two point adds on the difference array), point query (a prefix sum), over a
-/// buffer kept between flushes.
-struct Fenwick<'a>(&'a mut Vec<i64>);
-
-impl Fenwick<'_> {
-    /// `n` zeros in `buf`.
-    fn reset(buf: &mut Vec<i64>, n: usize) -> Fenwick<'_> {
-        buf.clear();
-        buf.resize(n + 1, 0);
-        Fenwick(buf)
-    }
-
-    /// Adds `d` to every element from `k` on.
-    fn add(&mut self, k: usize, d: i64) {
-        let mut i = k + 1;
-        while i < self.0.len() {
-            self.0[i] += d;
-            i += i & i.wrapping_neg();
-        }
-    }
-
-    /// Element `k`'s value.
-    fn sum(&self, k: usize) -> i64 {
-        let (mut i, mut s) = (k + 1, 0);
-        while i > 0 {
-            s += self.0[i];
-            i -= i & i.wrapping_neg();
-        }
-        s
     }
 }
 

@@ -21,6 +21,7 @@
 //! | `board.rs`     | one watched board's cell: subscriptions (indexed), dirty state           |
 //! | `changes.rs`   | what a flush takes from its board: dirty state, derivations, metrics     |
 //! | `derive.rs`    | `me` ranks derived from the change events, where exact (pure)            |
+//! | `treap.rs`     | the derivation's ranks: a treap keyed by rank with a lazy range add      |
 //! | `plan.rs`      | which views a flush recomputes and which reads serve them (pure)         |
 //! | `worker.rs`    | the per-board flush task: coalesce, read, offer; the push budget         |
 //! | `render.rs`    | what a view's message says, and the hash that tells whether it changed   |
@@ -45,6 +46,7 @@ pub mod outbox;
 mod plan;
 mod render;
 mod subscribe;
+mod treap;
 mod worker;
 
 use std::collections::{HashMap, HashSet};

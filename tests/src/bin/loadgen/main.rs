@@ -603,7 +603,7 @@ async fn round(a: &Args, target: Target, tokens: &Tokens) -> anyhow::Result<Roun
     stop.notify_waiters();
     let mut pushes = Vec::new();
     for t in spectator_tasks {
-        pushes.extend(t.await?);
+        pushes.extend(t.await?.from_send);
     }
     acks.sort_unstable();
     pushes.sort_unstable();
