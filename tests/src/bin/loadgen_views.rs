@@ -4,7 +4,8 @@
 //! (this binary with `--serve`). Two runs of `--seconds` each, on two fresh boards of the same
 //! server, with the same `--players` WebSocket players each keeping one submission in flight
 //! and `--spectators` clients watching `top 10` (a probe player jumps to rank 1 every 100 ms;
-//! each spectator times when it sees that):
+//! each spectator times when it sees that; the spectators and the probe run on a thread and
+//! runtime of their own, as other people's browsers would, not queued behind the players' tasks):
 //!
 //! - `plain`: nobody watches `me`;
 //! - `views`: every player also watches its own `me` (push latency: from the submission to the
@@ -45,7 +46,7 @@ use scorecast_server::startup::Application;
 use scorecast_shared::{BoardConfig, Id};
 use scorecast_tests::load::{
     connect_ws, cpu_seconds, next_json, next_text, percentile, probe_until, send, spectate,
-    ChildGuard, Probes, Ws, WAIT_ANSWER,
+    ChildGuard, Probes, Seen, Ws, WAIT_ANSWER,
 };
 use serde_json::json;
 
@@ -416,6 +417,90 @@ async fn play(
     Ok((acks, pushes, me_lat, stale))
 }
 
+/// The `top` spectators and the probe player, on a thread and a runtime of their own: they stand
+/// for other people's browsers, so their timings must not queue behind the players' tasks on the
+/// load generator's runtime (at 10 000 players that queue alone is longer than the 150 ms the
+/// `top` push is held to). The CPU they use is still this process's.
+struct Watchers {
+    /// The run's deadline, once its measurement starts.
+    go: tokio::sync::oneshot::Sender<Instant>,
+    /// What each spectator saw, once the load stopped and [`SETTLE`] passed.
+    thread: std::thread::JoinHandle<anyhow::Result<Vec<Seen>>>,
+}
+
+impl Watchers {
+    /// Connects `spectators` clients watching `top 10` on `board` and the probe player; the
+    /// receiver fires once all of them are in.
+    fn start(
+        url: String,
+        board: &'static str,
+        spectators: usize,
+        tokens: &Tokens,
+    ) -> (Watchers, tokio::sync::oneshot::Receiver<anyhow::Result<()>>) {
+        let (go, deadline) = tokio::sync::oneshot::channel::<Instant>();
+        let (ready_tx, ready) = tokio::sync::oneshot::channel();
+        let token = tokens.issue(
+            &Id::parse(&format!("{board}-probe")).expect("a valid id"),
+            None,
+            3600,
+        );
+        let thread = std::thread::spawn(move || -> anyhow::Result<Vec<Seen>> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                let connected = async {
+                    let mut watching = Vec::with_capacity(spectators);
+                    for _ in 0..spectators {
+                        let mut ws = connect(&url).await?;
+                        send(
+                            &mut ws,
+                            json!({"type": "subscribe", "board": board, "view": "top", "limit": 10}),
+                        )
+                        .await?;
+                        let snap = next_json(&mut ws, WAIT_ANSWER).await?;
+                        anyhow::ensure!(snap["type"] == "top", "subscribe failed: {snap}");
+                        watching.push(ws);
+                    }
+                    let mut probe = connect(&url).await?;
+                    send(&mut probe, json!({"type": "hello", "token": token})).await?;
+                    let w = next_json(&mut probe, WAIT_ANSWER).await?;
+                    anyhow::ensure!(w["type"] == "welcome", "hello failed: {w}");
+                    Ok((watching, probe))
+                }
+                .await;
+                let (watching, mut probe) = match connected {
+                    Ok(c) => {
+                        let _ = ready_tx.send(Ok(()));
+                        c
+                    }
+                    Err(e) => {
+                        let msg = format!("{e:#}");
+                        let _ = ready_tx.send(Err(e));
+                        anyhow::bail!("{msg}");
+                    }
+                };
+                let deadline = deadline.await.context("the run never started")?;
+                let probes: Probes = Arc::default();
+                let stop = Arc::new(tokio::sync::Notify::new());
+                let tasks: Vec<_> = watching
+                    .into_iter()
+                    .map(|ws| spectate(ws, probes.clone(), stop.clone(), format!("{board}-probe")))
+                    .collect();
+                probe_until(&mut probe, board, &probes, deadline, PROBE_EVERY).await?;
+                tokio::time::sleep(SETTLE).await;
+                stop.notify_waiters();
+                let mut seen = Vec::with_capacity(tasks.len());
+                for t in tasks {
+                    seen.push(t.await?);
+                }
+                Ok(seen)
+            })
+        });
+        (Watchers { go, thread }, ready)
+    }
+}
+
 async fn run(
     name: &'static str,
     a: &Args,
@@ -442,20 +527,8 @@ async fn run(
         a.players,
         ramp.elapsed().as_secs_f64()
     );
-    let mut spectators = Vec::with_capacity(a.spectators);
-    for _ in 0..a.spectators {
-        let mut ws = connect(url).await?;
-        send(
-            &mut ws,
-            json!({"type": "subscribe", "board": name, "view": "top", "limit": 10}),
-        )
-        .await?;
-        let snap = next_json(&mut ws, WAIT_ANSWER).await?;
-        anyhow::ensure!(snap["type"] == "top", "subscribe failed: {snap}");
-        spectators.push(ws);
-    }
-    let mut probe = player(url, &tokens, format!("{name}-probe"), name, false).await?;
-    let probe_name = format!("{name}-probe");
+    let (watchers, ready) = Watchers::start(url.to_string(), name, a.spectators, &tokens);
+    ready.await.context("the spectators' thread ended")??;
 
     let seq_key = format!("lb:{{{name}}}:seq");
     let seq0: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
@@ -463,21 +536,14 @@ async fn run(
     let own0 = cpu_seconds(std::process::id())?;
     let (rcpu0, calls0, usec0) = redis_stats(conn).await?;
     let [der0, read0, def0, ack0] = hub_counters(port).await?;
-    let probes: Probes = Arc::default();
-    let stop = Arc::new(tokio::sync::Notify::new());
     let start = Instant::now();
     let deadline = start + Duration::from_secs(a.seconds);
-
-    let spectator_tasks: Vec<_> = spectators
-        .into_iter()
-        .map(|ws| spectate(ws, probes.clone(), stop.clone(), probe_name.clone()))
-        .collect();
+    let _ = watchers.go.send(deadline);
     let player_tasks: Vec<_> = players
         .into_iter()
         .enumerate()
         .map(|(i, ws)| tokio::spawn(play(ws, i, name, deadline)))
         .collect();
-    probe_until(&mut probe, name, &probes, deadline, PROBE_EVERY).await?;
     let (mut acks, mut pushes, mut me_lat, mut stale) = (Vec::new(), 0u64, Vec::new(), Vec::new());
     for (i, t) in player_tasks.into_iter().enumerate() {
         let (a, p, m, s) = t.await?.with_context(|| format!("{name} player {i}"))?;
@@ -492,11 +558,12 @@ async fn run(
     let (rcpu1, calls1, usec1) = redis_stats(conn).await?;
     let [der1, read1, def1, ack1] = hub_counters(port).await?;
     let seq1: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
-    tokio::time::sleep(SETTLE).await;
-    stop.notify_waiters();
     let (mut top, mut probe_rt) = (Vec::new(), Vec::new());
-    for t in spectator_tasks {
-        let seen = t.await?;
+    let thread = watchers.thread;
+    for seen in tokio::task::spawn_blocking(move || thread.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the spectators' thread panicked"))??
+    {
         top.extend(seen.from_ack);
         probe_rt.extend(seen.from_send);
     }
