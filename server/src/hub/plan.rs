@@ -239,11 +239,17 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
         reads.insert(want);
         plan.targets.push((*key, sub.gen));
     };
+    // `top` and `around` views first: the flush offers in this order, so their sessions are
+    // woken (and queued to write) before thousands of `me` sessions are.
+    for key in &b.others {
+        if let Some(sub) = b.subs.get(key) {
+            visit(key, sub);
+        }
+    }
     if derive && b.me.all_known() {
         // Every watcher's standing is known and derived: the `me` views to visit are those of
         // the players the derivation changed, and the forced ones (visited once: a forced view
-        // is left to the second loop), beside the `top` and `around` views. O(changes), not
-        // O(views).
+        // is left to the second loop). O(changes), not O(views).
         for p in b.me.changed_players() {
             for sid in b.me_watchers.get(p).into_iter().flatten() {
                 let key = (*sid, ViewKind::Me);
@@ -258,13 +264,8 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
                 visit(key, sub);
             }
         }
-        for key in &b.others {
-            if let Some(sub) = b.subs.get(key) {
-                visit(key, sub);
-            }
-        }
     } else {
-        for (key, sub) in b.subs.iter() {
+        for (key, sub) in b.subs.iter().filter(|(k, _)| k.1 == ViewKind::Me) {
             visit(key, sub);
         }
     }
