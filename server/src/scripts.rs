@@ -77,6 +77,9 @@ pub static REWARD_GRANT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/reward_grant.lua")));
 pub static RUN_START: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/run_start.lua")));
+pub static JOIN: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/join.lua")));
+pub static TOURNAMENT_END: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/tournament_end.lua")));
 pub static BAN_INDEX: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
 pub static BOARD_DELETE: LazyLock<Script> =

@@ -101,6 +101,12 @@ pub enum ClientMsg {
         run: Id,
         proof: String,
     },
+    /// Joins the tournament of a board (`docs/protocol.md`, "Tournaments"); answered by
+    /// `joined`, or `rejected` carrying `id`.
+    Join {
+        id: Id,
+        board: Id,
+    },
     Ping,
 }
 
@@ -119,7 +125,7 @@ pub fn parse_proof(v: Option<&Value>) -> Result<String, (ErrorCode, String)> {
 pub enum ParseError {
     /// Answer with `error`.
     Frame { code: ErrorCode, message: String },
-    /// A `submit`, `start_run` or `proof` that is wrong: answer with `rejected` carrying `id`
+    /// A `submit`, `start_run`, `proof` or `join` that is wrong: answer with `rejected` carrying `id`
     /// as the client sent it.
     Submit {
         id: Option<String>,
@@ -234,7 +240,7 @@ impl ClientMsg {
                     "`token` must be a string",
                 )),
             },
-            "submit" | "start_run" | "proof" => {
+            "submit" | "start_run" | "proof" | "join" => {
                 let raw_id = obj.get("id").and_then(Value::as_str).map(str::to_owned);
                 let rejected = |(code, message): (ErrorCode, String)| ParseError::Submit {
                     id: raw_id.clone(),
@@ -249,6 +255,7 @@ impl ClientMsg {
                         Ok(ClientMsg::Submit { id, board, points })
                     }
                     "start_run" => Ok(ClientMsg::StartRun { id, board }),
+                    "join" => Ok(ClientMsg::Join { id, board }),
                     _ => {
                         let run = parse_id_field(obj, "run").map_err(rejected)?;
                         let proof = parse_proof(obj.get("proof")).map_err(rejected)?;
@@ -481,6 +488,15 @@ pub enum ServerMsg {
         started_ms: i64,
         expires_ms: i64,
     },
+    /// The answer to `join` (the fields of `POST /v1/boards/{board}/join`, and the request's
+    /// `id`).
+    Joined {
+        id: String,
+        board: String,
+        season: String,
+        player: String,
+        joined_ms: i64,
+    },
     Rejected {
         id: Option<String>,
         code: ErrorCode,
@@ -581,6 +597,13 @@ impl ServerMsg {
                 })?,
                 started_ms: o.i64("started_ms")?,
                 expires_ms: o.i64("expires_ms")?,
+            },
+            "joined" => ServerMsg::Joined {
+                id: o.string("id")?,
+                board: o.string("board")?,
+                season: o.string("season")?,
+                player: o.string("player")?,
+                joined_ms: o.i64("joined_ms")?,
             },
             "rejected" => ServerMsg::Rejected {
                 id: o.opt_string("id")?,

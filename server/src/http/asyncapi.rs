@@ -73,6 +73,7 @@ mod tests {
             ClientMsg::Submit { .. } => "submit",
             ClientMsg::StartRun { .. } => "start_run",
             ClientMsg::Proof { .. } => "proof",
+            ClientMsg::Join { .. } => "join",
             ClientMsg::Subscribe { .. } => "subscribe",
             ClientMsg::Unsubscribe { .. } => "unsubscribe",
             ClientMsg::Ping => "ping",
@@ -85,6 +86,7 @@ mod tests {
             ServerMsg::Welcome { .. } => "welcome",
             ServerMsg::Ack { .. } => "ack",
             ServerMsg::Run { .. } => "run",
+            ServerMsg::Joined { .. } => "joined",
             ServerMsg::Rejected { .. } => "rejected",
             ServerMsg::Top { .. } => "top",
             ServerMsg::Rank { .. } => "rank",
@@ -114,6 +116,10 @@ mod tests {
                 board: b.clone(),
                 run: id("run-1"),
                 proof: "dWRscg==".into(),
+            },
+            ClientMsg::Join {
+                id: id("j-1"),
+                board: b.clone(),
             },
             ClientMsg::Subscribe {
                 board: b.clone(),
@@ -171,6 +177,13 @@ mod tests {
                 seed: 7,
                 started_ms: 1,
                 expires_ms: 2,
+            },
+            ServerMsg::Joined {
+                id: "j-1".into(),
+                board: "b".into(),
+                season: "all".into(),
+                player: "ann".into(),
+                joined_ms: 1,
             },
             ServerMsg::Rejected {
                 id: Some("c-1".into()),
