@@ -308,3 +308,12 @@ local function tournament_attempt(t, player, made)
   end
   return nil
 end
+
+-- Publishes a tournament event (`body`: a JSON object with its `event`) on the board's event
+-- channel, for the board's subscribers on every instance (server/src/hub/events.rs). It carries
+-- the board's current seq and does not bump it: no score changed.
+local function tournament_publish(prefix, board, season, body)
+  local seq = redis.call('GET', prefix .. 'seq') or '0'
+  redis.call(PUBLISH_CMD, 'ev:{' .. board .. '}', '{"board":"' .. board .. '","season":"' .. season ..
+    '","seq":' .. seq .. ',"tournament":' .. body .. '}')
+end

@@ -536,6 +536,25 @@ pub enum ServerMsg {
         kind: String,
         payload: Value,
     },
+    /// A board's tournament `started`, is `ending_soon` or `ended` (`docs/protocol.md`,
+    /// "Tournaments"), pushed to every session with a view of the board.
+    Tournament {
+        board: String,
+        season: String,
+        event: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_ms: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        end_ms: Option<i64>,
+        /// With `ended`: how many are in the final standings, and the first of them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        standings: Option<Vec<Entry>>,
+        /// With `ended`, to a player among the first 1000 of the final standings: their rank.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rank: Option<u64>,
+    },
     Pong,
     Error {
         code: ErrorCode,
@@ -643,6 +662,19 @@ impl ServerMsg {
                     .get("payload")
                     .cloned()
                     .ok_or("missing field `payload`")?,
+            },
+            "tournament" => ServerMsg::Tournament {
+                board: o.string("board")?,
+                season: o.string("season")?,
+                event: o.string("event")?,
+                start_ms: o.opt_i64("start_ms")?,
+                end_ms: o.opt_i64("end_ms")?,
+                total: o.opt_u64("total")?,
+                standings: match o.0.get("standings") {
+                    None | Some(Value::Null) => None,
+                    Some(_) => Some(o.entries("standings")?),
+                },
+                rank: o.opt_u64("rank")?,
             },
             "pong" => ServerMsg::Pong,
             "error" => ServerMsg::Error {

@@ -477,9 +477,10 @@ async fn the_end_job_freezes_the_final_standings_and_rewards_once() {
         r.body
     );
     let rec = Recorder::default();
-    assert!(
-        run_jobs(&app, &rec).await.is_empty(),
-        "nothing is due before the end"
+    assert_eq!(
+        run_jobs(&app, &rec).await,
+        ["tournament.event"],
+        "only `started` is due before the end"
     );
 
     app.clock.set(END);
@@ -490,7 +491,8 @@ async fn the_end_job_freezes_the_final_standings_and_rewards_once() {
             "notify",
             "reward.grant",
             "reward.grant",
-            "tournament.end"
+            "tournament.end",
+            "tournament.event"
         ]
     );
     let want = vec![
@@ -577,4 +579,133 @@ async fn a_recurring_tournament_ends_with_its_season_and_the_next_one_opens() {
     let r = submit(&app, "daily", "kim", "d3", 6).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["season"], "2025-03-11", "{:?}", r.body);
+}
+
+/// Every `tournament` message a socket receives until (and with) the `ended` one.
+async fn tournament_messages_until_ended(ws: &mut WsClient) -> Vec<Value> {
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + scorecast_tests::ws::WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match ws.next_within(left).await {
+            Some(scorecast_tests::ws::Incoming::Json(v)) if v["type"] == "tournament" => {
+                let ended = v["event"] == "ended";
+                got.push(v);
+                if ended {
+                    return got;
+                }
+            }
+            Some(scorecast_tests::ws::Incoming::Json(_)) => {}
+            other => panic!("no `ended` within the wait: {other:?} after {got:?}"),
+        }
+    }
+}
+
+/// The live events reach every session with a view of the board, on both instances, once per
+/// session however many views it has: `started` at `start_ms`, `ending_soon` `ending_soon_ms`
+/// before the end, and `ended` with the top of the final standings and, for a player's session,
+/// the player's own final rank (none for a spectator).
+#[tokio::test]
+async fn started_ending_soon_and_ended_reach_the_boards_watchers_on_every_instance() {
+    let app = app().await;
+    let second = app.second_instance_with(|s| s.workers = false).await;
+    app.board("live", tourney(json!({"ending_soon_ms": 60_000})))
+        .await;
+    let mut spectator = WsClient::connect(&app.ws_url()).await;
+    spectator.subscribe("live", "top", json!({})).await;
+    let mut kim = WsClient::connect(&second.ws_url()).await;
+    kim.hello(&app.token("kim", None)).await;
+    kim.subscribe("live", "top", json!({})).await;
+    kim.subscribe("live", "me", json!({})).await;
+
+    let rec = Recorder::default();
+    app.clock.set(START);
+    assert_eq!(run_jobs(&app, &rec).await, ["tournament.event"]);
+    for (p, pts) in [("kim", 50), ("lee", 70)] {
+        assert_eq!(submit(&app, "live", p, "a", pts).await.status, 200);
+    }
+    app.clock.set(END - 60_000);
+    assert_eq!(run_jobs(&app, &rec).await, ["tournament.event"]);
+    app.clock.set(END);
+    assert_eq!(run_jobs(&app, &rec).await, ["tournament.end"]);
+
+    let events = |got: &[Value]| -> Vec<String> {
+        got.iter()
+            .map(|v| v["event"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let standings = json!([{"rank": 1, "player": "lee", "score": 70},
+                           {"rank": 2, "player": "kim", "score": 50}]);
+    for (ws, rank) in [(&mut spectator, Value::Null), (&mut kim, json!(2))] {
+        let got = tournament_messages_until_ended(ws).await;
+        assert_eq!(events(&got), ["started", "ending_soon", "ended"], "{got:?}");
+        assert_eq!(
+            (got[0]["start_ms"].clone(), got[0]["end_ms"].clone()),
+            (json!(START), json!(END))
+        );
+        let ended = &got[2];
+        assert_eq!(ended["standings"], standings, "{ended}");
+        assert_eq!(ended["total"], 2, "{ended}");
+        assert_eq!(ended["rank"], rank, "{ended}");
+    }
+}
+
+/// `GET /v1/boards/{b}/tournament` says where the tournament stands: `upcoming`, `running` (with
+/// the server's clock, so the time left is `end_ms - server_time_ms`), `ended` with its freeze
+/// time; `not_found` on a board without one.
+#[tokio::test]
+async fn the_tournament_state_is_readable() {
+    let app = app().await;
+    app.board(
+        "cup",
+        tourney(json!({"max_size": 5, "join_required": true})),
+    )
+    .await;
+    let state = |v: &Value| {
+        (
+            v["state"].clone(),
+            v["server_time_ms"].clone(),
+            v["entrants"].clone(),
+        )
+    };
+    let r = app.get("/v1/boards/cup/tournament").await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(state(&r.body), (json!("upcoming"), json!(T0), json!(0)));
+    assert_eq!(
+        (
+            r.body["start_ms"].clone(),
+            r.body["end_ms"].clone(),
+            r.body["max_size"].clone()
+        ),
+        (json!(START), json!(END), json!(5))
+    );
+    assert_eq!(join(&app, "cup", "kim").await.status, 200);
+    app.clock.set(START + 1);
+    let r = app.get("/v1/boards/cup/tournament").await;
+    assert_eq!(
+        state(&r.body),
+        (json!("running"), json!(START + 1), json!(1))
+    );
+    assert!(r.body.get("ended_ms").is_none(), "{:?}", r.body);
+    app.clock.set(END);
+    run_jobs(&app, &Recorder::default()).await;
+    let r = app.get("/v1/boards/cup/tournament").await;
+    assert_eq!(state(&r.body), (json!("ended"), json!(END), json!(1)));
+    assert_eq!(r.body["ended_ms"], END, "{:?}", r.body);
+
+    app.board("plain", json!({})).await;
+    let r = app.get("/v1/boards/plain/tournament").await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (404, "not_found"),
+        "{:?}",
+        r.body
+    );
+    let r = app.get("/v1/boards/nope/tournament").await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (404, "unknown_board"),
+        "{:?}",
+        r.body
+    );
 }

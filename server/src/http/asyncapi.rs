@@ -92,6 +92,7 @@ mod tests {
             ServerMsg::Rank { .. } => "rank",
             ServerMsg::Around { .. } => "around",
             ServerMsg::Notify { .. } => "notify",
+            ServerMsg::Tournament { .. } => "tournament",
             ServerMsg::Pong => "pong",
             ServerMsg::Error { .. } => "error",
         }
@@ -228,9 +229,29 @@ mod tests {
             ServerMsg::Around {
                 board: "b".into(),
                 season: "all".into(),
-                entries: vec![entry],
+                entries: vec![entry.clone()],
                 seq: 3,
                 resync: false,
+            },
+            ServerMsg::Tournament {
+                board: "b".into(),
+                season: "all".into(),
+                event: "started".into(),
+                start_ms: Some(1),
+                end_ms: Some(2),
+                total: None,
+                standings: None,
+                rank: None,
+            },
+            ServerMsg::Tournament {
+                board: "b".into(),
+                season: "all".into(),
+                event: "ended".into(),
+                start_ms: None,
+                end_ms: Some(2),
+                total: Some(1),
+                standings: Some(vec![entry]),
+                rank: Some(1),
             },
             ServerMsg::Notify {
                 kind: "reward".into(),

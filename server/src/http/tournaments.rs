@@ -1,8 +1,9 @@
-//! Tournaments (`docs/protocol.md`, "Tournaments"): `POST /v1/boards/{board}/join` and
-//! `GET /v1/boards/{board}/final`.
+//! Tournaments (`docs/protocol.md`, "Tournaments"): `POST /v1/boards/{board}/join`,
+//! `GET /v1/boards/{board}/tournament` and `GET /v1/boards/{board}/final`.
 
 use actix_web::{get, post, web, HttpResponse};
-use scorecast_shared::protocol;
+use scorecast_shared::{protocol, ErrorCode};
+use serde::Serialize;
 
 use super::extract::{PlayerAuth, ReadLimit};
 use super::public::{TopQuery, TopResponse, MAX_OFFSET};
@@ -21,6 +22,80 @@ pub async fn join(
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     Ok(HttpResponse::Ok().json(st.store.join(&board, &player.id).await?))
+}
+
+/// A board's tournament now.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct TournamentState {
+    pub board: String,
+    /// The current occurrence (the board's current season).
+    pub season: String,
+    /// `upcoming`, `running` or `ended`.
+    pub state: &'static str,
+    /// When this occurrence opens and closes (ms since the epoch; a recurring tournament's are
+    /// its calendar season's).
+    pub start_ms: i64,
+    pub end_ms: i64,
+    /// The server's clock now: `end_ms - server_time_ms` is the time left.
+    pub server_time_ms: i64,
+    /// Players who entered this occurrence.
+    pub entrants: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    pub join_required: bool,
+    /// When its final standings were frozen (absent until then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<i64>,
+}
+
+/// The board's tournament now: its occurrence, state, dates, the server's clock (for the time
+/// left) and how many entered; `not_found` on a board without a tournament.
+#[utoipa::path(params(("board" = String, Path)), responses((status = 200, body = TournamentState), (status = 404)), tag = "tournaments")]
+#[get("/v1/boards/{board}/tournament")]
+pub async fn tournament(
+    st: web::Data<AppState>,
+    limit: ReadLimit,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let cfg = st.store.board(&board).await?;
+    let Some(t) = cfg.tournament else {
+        return Err(AppError::new(
+            ErrorCode::NotFound,
+            format!("board {board} has no tournament"),
+        ));
+    };
+    let (now, season, entrants, ended_ms) = st.store.tournament_info(&board).await?;
+    let (start_ms, end_ms) = match (t.schedule.start_ms, t.schedule.end_ms) {
+        (Some(s), Some(e)) if !t.schedule.recurring => (s, e),
+        _ => crate::jobs::calendar_season(cfg.reset, now)
+            .map(|(_, s, e)| (s, e))
+            .unwrap_or((0, 0)),
+    };
+    let state = if now < start_ms {
+        "upcoming"
+    } else if now >= end_ms {
+        "ended"
+    } else {
+        "running"
+    };
+    let mut res = HttpResponse::Ok();
+    rate_headers(&mut res, &limit.0);
+    Ok(res.json(TournamentState {
+        board: board.into_string(),
+        season,
+        state,
+        start_ms,
+        end_ms,
+        server_time_ms: now,
+        entrants,
+        max_size: t.max_size,
+        max_attempts: t.max_attempts,
+        join_required: t.join_required,
+        ended_ms,
+    }))
 }
 
 /// The final standings of the board's tournament, frozen when it ended (`season`: that
@@ -68,5 +143,7 @@ pub async fn final_standings(
 }
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(join).service(final_standings);
+    cfg.service(join)
+        .service(tournament)
+        .service(final_standings);
 }

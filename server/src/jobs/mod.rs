@@ -18,6 +18,9 @@
 //!   enqueues the `reward.grant` jobs of its `rewards_top` players, as a rollover does. A
 //!   recurring tournament ends with each season: its `season.rollover` freezes the standings
 //!   first, and the next season is the next occurrence.
+//! - `tournament.event` — scheduled at a one-off tournament's `start_ms` (`started`) and
+//!   `ending_soon_ms` before its `end_ms` (`ending_soon`): tells the board's subscribers on
+//!   every instance (`lua/tournament_event.lua`). The `ended` event comes with the freeze.
 //!
 //! - `ban.lift` — scheduled at a ban's `until_ms` (`PUT /admin/bans/{player}`): lifts that
 //!   ban (only if it still has that `until_ms`: a ban renewed meanwhile stays) and puts the
@@ -57,6 +60,7 @@ pub const KIND_REWARD: &str = "reward.grant";
 pub const KIND_NOTIFY: &str = "notify";
 pub const KIND_BAN_LIFT: &str = "ban.lift";
 pub const KIND_TOURNAMENT_END: &str = "tournament.end";
+pub const KIND_TOURNAMENT_EVENT: &str = "tournament.event";
 /// The `kind` of the `notify` message a reward sends.
 pub const NOTIFY_REWARD: &str = "reward";
 
@@ -77,6 +81,18 @@ pub struct TournamentEndPayload {
     /// The tournament's `end_ms` (a tournament reconfigured with another end has another job).
     pub end_ms: i64,
     /// The board generation it was scheduled for (`""`: a board from before generations).
+    #[serde(default)]
+    pub generation: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TournamentEventPayload {
+    pub board: String,
+    /// `started` or `ending_soon`.
+    pub event: String,
+    /// The schedule it was made for: a tournament reconfigured since has its own jobs.
+    pub start_ms: i64,
+    pub end_ms: i64,
     #[serde(default)]
     pub generation: String,
 }
@@ -214,9 +230,36 @@ pub async fn schedule_tournament_end(
     let Some(t) = cfg.tournament.filter(|t| !t.schedule.recurring) else {
         return Ok(None);
     };
-    let Some(end_ms) = t.schedule.end_ms.filter(|&e| e > now_ms) else {
+    let (Some(start_ms), Some(end_ms)) = (t.schedule.start_ms, t.schedule.end_ms) else {
         return Ok(None);
     };
+    // The live events before the end: `started`, `ending_soon`.
+    let soon_ms = end_ms.saturating_sub(i64::try_from(t.ending_soon_ms).unwrap_or(i64::MAX));
+    for (event, at_ms) in [("started", start_ms), ("ending_soon", soon_ms)] {
+        if at_ms <= now_ms || at_ms >= end_ms {
+            continue;
+        }
+        let payload = TournamentEventPayload {
+            board: board.to_string(),
+            event: event.to_owned(),
+            start_ms,
+            end_ms,
+            generation: generation.to_owned(),
+        };
+        let id = board_job_id(
+            &format!("tournament.{event}"),
+            &[board.as_str(), &start_ms.to_string(), &end_ms.to_string()],
+            generation,
+        );
+        let job = NewJob::new(&kind(KIND_TOURNAMENT_EVENT), &payload)?
+            .id(id)
+            .priority(0)
+            .at(at_ms);
+        enqueue_once(&queue(st), job).await?;
+    }
+    if end_ms <= now_ms {
+        return Ok(None);
+    }
     let id = board_job_id(
         "tournament.end",
         &[board.as_str(), &end_ms.to_string()],
@@ -328,6 +371,23 @@ pub async fn handle(st: &AppState, notifier: &dyn Notifier, job: &Job) -> anyhow
     match job.kind.as_str() {
         KIND_ROLLOVER => rollover(st, payload(job)?).await,
         KIND_TOURNAMENT_END => tournament_end(st, payload(job)?).await,
+        KIND_TOURNAMENT_EVENT => {
+            let p: TournamentEventPayload = payload(job)?;
+            let board = Id::parse(&p.board)?;
+            let Some(cfg) = same_board(st, &board, &p.generation).await.map_err(app)? else {
+                return Ok(());
+            };
+            let same = cfg.tournament.is_some_and(|t| {
+                t.schedule.start_ms == Some(p.start_ms) && t.schedule.end_ms == Some(p.end_ms)
+            });
+            if same {
+                st.store
+                    .tournament_event(&board, &p.event)
+                    .await
+                    .map_err(app)?;
+            }
+            Ok(())
+        }
         KIND_REWARD => reward(st, payload(job)?).await,
         KIND_NOTIFY => {
             let p: NotifyPayload = payload(job)?;

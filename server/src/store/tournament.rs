@@ -57,7 +57,8 @@ impl Store {
         season: Option<&str>,
     ) -> AppResult<(String, bool)> {
         let mut c = self.conn.clone();
-        let reply: Value = scripts::TOURNAMENT_END
+        let reply: Value = scripts::publishing(&c)
+            .tournament_end
             .key(keys::config(board))
             .arg(season.unwrap_or(""))
             .arg(self.clock.arg())
@@ -69,6 +70,51 @@ impl Store {
             .and_then(reply::text)
             .ok_or_else(|| reply::bad("tournament end"))?;
         Ok((season, r.get(1).and_then(reply::int) == Some(1)))
+    }
+
+    /// Tells the board's subscribers that its tournament `started` or is `ending_soon`
+    /// (`lua/tournament_event.lua`); returns the season.
+    pub async fn tournament_event(&self, board: &Id, event: &str) -> AppResult<String> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::publishing(&c)
+            .tournament_event
+            .key(keys::config(board))
+            .arg(event)
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        r.first()
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("tournament event"))
+    }
+
+    /// The board's tournament now: the server's time, the current occurrence (season), how many
+    /// entered it, and when it ended (`None`: its standings are not frozen yet).
+    pub async fn tournament_info(&self, board: &Id) -> AppResult<(i64, String, u64, Option<i64>)> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::TOURNAMENT_INFO
+            .key(keys::config(board))
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        let int = |i: usize| {
+            r.get(i)
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("tournament"))
+        };
+        let season = r
+            .get(1)
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("tournament"))?;
+        let ended = int(3)?;
+        Ok((
+            int(0)?,
+            season,
+            int(2)? as u64,
+            (ended >= 0).then_some(ended),
+        ))
     }
 
     /// A page of the frozen final standings of season `season` (`None`: the last frozen);
