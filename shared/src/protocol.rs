@@ -718,6 +718,24 @@ mod tests {
         );
     }
 
+    /// `join` reads its id and board; a bad one is `rejected` with the id as sent.
+    #[test]
+    fn join_parses_and_a_bad_one_is_rejected_with_its_id() {
+        assert_eq!(
+            ClientMsg::parse(r#"{"type":"join","id":"j-1","board":"cup"}"#),
+            Ok(ClientMsg::Join {
+                id: Id::parse("j-1").unwrap(),
+                board: Id::parse("cup").unwrap()
+            })
+        );
+        match ClientMsg::parse(r#"{"type":"join","id":"j-2","board":"c u p"}"#) {
+            Err(ParseError::Submit { id, code, .. }) => {
+                assert_eq!((id.as_deref(), code), (Some("j-2"), ErrorCode::InvalidId));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn client_messages_round_trip_through_json() {
         for m in [
@@ -942,6 +960,33 @@ mod tests {
             reached_ms: None,
         };
         vec![
+            ServerMsg::Joined {
+                id: "j-1".into(),
+                board: "cup".into(),
+                season: "all".into(),
+                player: "kim".into(),
+                joined_ms: 5,
+            },
+            ServerMsg::Tournament {
+                board: "cup".into(),
+                season: "all".into(),
+                event: "started".into(),
+                start_ms: Some(1),
+                end_ms: Some(2),
+                total: None,
+                standings: None,
+                rank: None,
+            },
+            ServerMsg::Tournament {
+                board: "cup".into(),
+                season: "all".into(),
+                event: "ended".into(),
+                start_ms: None,
+                end_ms: Some(2),
+                total: Some(1),
+                standings: Some(vec![entry(1, "kim", 9)]),
+                rank: Some(1),
+            },
             ServerMsg::Welcome {
                 protocol: 1,
                 player: None,
