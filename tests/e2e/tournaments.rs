@@ -709,3 +709,39 @@ async fn the_tournament_state_is_readable() {
         r.body
     );
 }
+
+/// A worker that crashes between the end job's two steps (the standings frozen, the rewards not
+/// yet enqueued) leaves the job to run again: the retry freezes nothing new and rewards the
+/// frozen standings, not the live board an admin changed in between.
+#[tokio::test]
+async fn an_end_job_retried_after_a_crash_past_the_freeze_rewards_the_frozen_standings() {
+    let app = app().await;
+    let mut cfg = tourney(json!({}));
+    cfg["rewards_top"] = json!(2);
+    app.board("cup", cfg).await;
+    app.clock.set(START);
+    for (p, pts) in [("ann", 30), ("ben", 20), ("cat", 10)] {
+        assert_eq!(submit(&app, "cup", p, "a", pts).await.status, 200);
+    }
+    let rec = Recorder::default();
+    run_jobs(&app, &rec).await;
+    app.clock.set(END);
+    // The freeze alone, as the job's first step would do before its worker dies.
+    let (season, frozen) = app
+        .state
+        .store
+        .end_tournament(&scorecast_tests::id("cup"), None)
+        .await
+        .unwrap();
+    assert_eq!((season.as_str(), frozen), ("all", true));
+    let r = app
+        .call(Method::DELETE, "/admin/boards/cup/players/ann", None, true)
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+
+    let ran = run_jobs(&app, &rec).await;
+    assert!(ran.contains(&"tournament.end".to_owned()), "{ran:?}");
+    assert_eq!(rewards(&app, "cup").await, ["all:ann", "all:ben"]);
+    let fin = app.get("/v1/boards/cup/final").await;
+    assert_eq!(fin.body["total"], 3, "{:?}", fin.body);
+}
