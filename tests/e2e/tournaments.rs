@@ -554,8 +554,9 @@ fn job_of(kind: &str, payload: &impl serde::Serialize) -> Job {
 const DAY_END: i64 = 1_741_651_200_000;
 
 /// A recurring tournament is one per season of a calendar board: its attempts run out within
-/// a day, the season's rollover job freezes that day's final standings, and the next day is a
-/// new occurrence where the player has all their attempts again.
+/// a day, `ending_soon` comes before the day's end, the season's rollover job freezes that day's
+/// final standings (`ended`) and announces the next day (`started`), a new occurrence where the
+/// player has all their attempts again.
 #[tokio::test]
 async fn a_recurring_tournament_ends_with_its_season_and_the_next_one_opens() {
     let app = app().await;
@@ -565,13 +566,39 @@ async fn a_recurring_tournament_ends_with_its_season_and_the_next_one_opens() {
                "tournament": {"schedule": {"recurring": true}, "max_attempts": 1}}),
     )
     .await;
+    let mut spectator = WsClient::connect(&app.ws_url()).await;
+    spectator.subscribe("daily", "top", json!({})).await;
     assert_eq!(submit(&app, "daily", "kim", "d1", 4).await.status, 200);
     let r = submit(&app, "daily", "kim", "d2", 4).await;
     assert_eq!(r.code(), "no_attempts_left", "{:?}", r.body);
 
-    app.clock.set(DAY_END);
     let rec = Recorder::default();
+    app.clock.set(DAY_END - 300_000);
+    assert_eq!(run_jobs(&app, &rec).await, ["tournament.event"]);
+    app.clock.set(DAY_END);
     assert_eq!(run_jobs(&app, &rec).await, ["season.rollover"]);
+    // The day's ending_soon and ended, then the next day's started.
+    let got = tournament_messages_until_ended(&mut spectator).await;
+    let seen: Vec<_> = got
+        .iter()
+        .map(|v| (v["event"].clone(), v["season"].clone(), v["end_ms"].clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (json!("ending_soon"), json!("2025-03-10"), json!(DAY_END)),
+            (json!("ended"), json!("2025-03-10"), json!(DAY_END)),
+        ]
+    );
+    let started = spectator
+        .recv_until(scorecast_tests::ws::WAIT, |v| {
+            v["type"] == "tournament" && v["event"] == "started"
+        })
+        .await;
+    assert_eq!(
+        (started["season"].clone(), started["start_ms"].clone()),
+        (json!("2025-03-11"), json!(DAY_END))
+    );
     let fin = app.get("/v1/boards/daily/final").await;
     assert_eq!(fin.body["season"], "2025-03-10", "{:?}", fin.body);
     assert_eq!(standings(&fin.body), [("kim".to_owned(), 4)]);

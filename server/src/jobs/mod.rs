@@ -19,8 +19,10 @@
 //!   recurring tournament ends with each season: its `season.rollover` freezes the standings
 //!   first, and the next season is the next occurrence.
 //! - `tournament.event` — scheduled at a one-off tournament's `start_ms` (`started`) and
-//!   `ending_soon_ms` before its `end_ms` (`ending_soon`): tells the board's subscribers on
-//!   every instance (`lua/tournament_event.lua`). The `ended` event comes with the freeze.
+//!   `ending_soon_ms` before its `end_ms` (`ending_soon`), and at each season's `ending_soon`
+//!   of a recurring one: tells the board's subscribers on every instance
+//!   (`lua/tournament_event.lua`). The `ended` event comes with the freeze; a recurring
+//!   tournament's `started` with the rollover that ended the previous occurrence.
 //!
 //! - `ban.lift` — scheduled at a ban's `until_ms` (`PUT /admin/bans/{player}`): lifts that
 //!   ban (only if it still has that `until_ms`: a ban renewed meanwhile stays) and puts the
@@ -179,9 +181,18 @@ pub async fn schedule_rollover(
     generation: &str,
     at_ms: i64,
 ) -> AppResult<Option<Id>> {
-    let Some((season, _, end_ms)) = calendar_season(cfg.reset, at_ms) else {
+    let Some((season, start_ms, end_ms)) = calendar_season(cfg.reset, at_ms) else {
         return Ok(None);
     };
+    // A recurring tournament: this season's `ending_soon` (its `ended` comes with the rollover).
+    if let Some(t) = cfg.tournament.filter(|t| t.schedule.recurring) {
+        let soon = ending_soon_at(&t, end_ms);
+        if soon > start_ms {
+            let occurrence = (start_ms, end_ms);
+            schedule_tournament_event(st, board, "ending_soon", soon, occurrence, generation)
+                .await?;
+        }
+    }
     let id = board_job_id("rollover", &[board.as_str(), &season], generation);
     let payload = RolloverPayload {
         board: board.to_string(),
@@ -234,28 +245,14 @@ pub async fn schedule_tournament_end(
         return Ok(None);
     };
     // The live events before the end: `started`, `ending_soon`.
-    let soon_ms = end_ms.saturating_sub(i64::try_from(t.ending_soon_ms).unwrap_or(i64::MAX));
-    for (event, at_ms) in [("started", start_ms), ("ending_soon", soon_ms)] {
-        if at_ms <= now_ms || at_ms >= end_ms {
-            continue;
+    for (event, at_ms) in [
+        ("started", start_ms),
+        ("ending_soon", ending_soon_at(&t, end_ms)),
+    ] {
+        if at_ms > now_ms && at_ms < end_ms {
+            let occurrence = (start_ms, end_ms);
+            schedule_tournament_event(st, board, event, at_ms, occurrence, generation).await?;
         }
-        let payload = TournamentEventPayload {
-            board: board.to_string(),
-            event: event.to_owned(),
-            start_ms,
-            end_ms,
-            generation: generation.to_owned(),
-        };
-        let id = board_job_id(
-            &format!("tournament.{event}"),
-            &[board.as_str(), &start_ms.to_string(), &end_ms.to_string()],
-            generation,
-        );
-        let job = NewJob::new(&kind(KIND_TOURNAMENT_EVENT), &payload)?
-            .id(id)
-            .priority(0)
-            .at(at_ms);
-        enqueue_once(&queue(st), job).await?;
     }
     if end_ms <= now_ms {
         return Ok(None);
@@ -275,6 +272,40 @@ pub async fn schedule_tournament_end(
         .priority(0)
         .at(end_ms);
     Ok(enqueue_once(&queue(st), job).await?.then_some(id))
+}
+
+/// When the `ending_soon` event of an occurrence ending at `end_ms` is due.
+fn ending_soon_at(t: &scorecast_shared::Tournament, end_ms: i64) -> i64 {
+    end_ms.saturating_sub(i64::try_from(t.ending_soon_ms).unwrap_or(i64::MAX))
+}
+
+/// Schedules the `tournament.event` job `event` of the occurrence `(start_ms, end_ms)` at
+/// `at_ms` (once: its id names the board, the occurrence and the generation).
+async fn schedule_tournament_event(
+    st: &AppState,
+    board: &Id,
+    event: &str,
+    at_ms: i64,
+    (start_ms, end_ms): (i64, i64),
+    generation: &str,
+) -> AppResult<()> {
+    let payload = TournamentEventPayload {
+        board: board.to_string(),
+        event: event.to_owned(),
+        start_ms,
+        end_ms,
+        generation: generation.to_owned(),
+    };
+    let id = board_job_id(
+        &format!("tournament.{event}"),
+        &[board.as_str(), &start_ms.to_string(), &end_ms.to_string()],
+        generation,
+    );
+    let job = NewJob::new(&kind(KIND_TOURNAMENT_EVENT), &payload)?
+        .id(id)
+        .priority(0)
+        .at(at_ms);
+    enqueue_once(&queue(st), job).await.map(|_| ())
 }
 
 /// Schedules the current season's rollover of every calendar board and the end of every
@@ -377,12 +408,15 @@ pub async fn handle(st: &AppState, notifier: &dyn Notifier, job: &Job) -> anyhow
             let Some(cfg) = same_board(st, &board, &p.generation).await.map_err(app)? else {
                 return Ok(());
             };
+            // A recurring tournament's jobs are per season; a one-off's, per schedule.
             let same = cfg.tournament.is_some_and(|t| {
-                t.schedule.start_ms == Some(p.start_ms) && t.schedule.end_ms == Some(p.end_ms)
+                t.schedule.recurring
+                    || (t.schedule.start_ms == Some(p.start_ms)
+                        && t.schedule.end_ms == Some(p.end_ms))
             });
             if same {
                 st.store
-                    .tournament_event(&board, &p.event)
+                    .tournament_event(&board, &p.event, p.start_ms, p.end_ms)
                     .await
                     .map_err(app)?;
             }
@@ -459,6 +493,13 @@ async fn rollover(st: &AppState, p: RolloverPayload) -> anyhow::Result<()> {
             .end_tournament(&board, Some(&p.season))
             .await
             .map_err(app)?;
+        // The next season is the next occurrence.
+        if let Some((_, start_ms, end_ms)) = calendar_season(cfg.reset, p.end_ms) {
+            st.store
+                .tournament_event(&board, "started", start_ms, end_ms)
+                .await
+                .map_err(app)?;
+        }
     }
     if cfg.rewards_top > 0 {
         let season = Id::parse(&p.season)?;

@@ -72,15 +72,23 @@ impl Store {
         Ok((season, r.get(1).and_then(reply::int) == Some(1)))
     }
 
-    /// Tells the board's subscribers that its tournament `started` or is `ending_soon`
-    /// (`lua/tournament_event.lua`); returns the season.
-    pub async fn tournament_event(&self, board: &Id, event: &str) -> AppResult<String> {
+    /// Tells the board's subscribers that its tournament's occurrence `(start_ms, end_ms)`
+    /// `started` or is `ending_soon` (`lua/tournament_event.lua`); returns the season.
+    pub async fn tournament_event(
+        &self,
+        board: &Id,
+        event: &str,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> AppResult<String> {
         let mut c = self.conn.clone();
         let reply: Value = scripts::publishing(&c)
             .tournament_event
             .key(keys::config(board))
             .arg(event)
             .arg(self.clock.arg())
+            .arg(start_ms)
+            .arg(end_ms)
             .invoke_async(&mut c)
             .await?;
         let r = reply::ok(reply)?;
