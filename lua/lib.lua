@@ -116,12 +116,14 @@ local function resolve_season(prefix, cfg, now, asked)
   return asked, tonumber(start)
 end
 
--- Records a newly started season and drops those beyond keep_seasons (current + keep past).
+-- Records a newly started season and drops those beyond keep_seasons (current + keep past),
+-- with their tournament keys.
 local function start_season(prefix, cfg, name, start)
   if redis.call('ZADD', prefix .. 'seasons', 'NX', fmt(start), name) == 0 then return false end
   local old = redis.call('ZREVRANGE', prefix .. 'seasons', cfg.keep_seasons + 1, -1)
   for _, s in ipairs(old) do
-    redis.call('UNLINK', prefix .. 's:' .. s)
+    local t = prefix .. 't:' .. s
+    redis.call('UNLINK', prefix .. 's:' .. s, t .. ':joined', t .. ':attempts', t .. ':final', t .. ':ended')
     redis.call('ZREM', prefix .. 'seasons', s)
   end
   return true
@@ -249,4 +251,69 @@ local function audit(prefix, fields)
   local id = redis.call('XADD', prefix .. 'log', 'MAXLEN', '~', '10000', '*', unpack(fields))
   modlog_add(prefix, id, fields)
   return id
+end
+
+-- Tournaments (docs/protocol.md, "Tournaments"). One occurrence of a board's tournament is one
+-- season of the board, with its keys beside the season's scores:
+--   t:<season>:joined    ZSET player -> when they entered (ms): the entrants (ZCARD: how many)
+--   t:<season>:attempts  HASH player -> accepted submissions (a verified board: started runs)
+--   t:<season>:final     ZSET, the season's scores as they were when the tournament ended
+--   t:<season>:ended     when it ended (ms), written with `final` (lua/tournament_end.lua)
+-- and `t:last`, the season whose standings were frozen last.
+-- The board config's `tournament` (nil when none).
+local function tournament_of(cfg)
+  local t = cfg.tournament
+  if t == nil or t == cjson.null then return nil end
+  return t
+end
+
+-- A config number that may be absent or JSON null: nil then.
+local function opt_num(v)
+  if v == nil or v == cjson.null then return nil end
+  return v
+end
+
+-- Whether the tournament is open at `now`: nil, or the refusal's code and message. A recurring
+-- tournament is always open: its occurrence is the current season of the calendar.
+local function tournament_window(t, now)
+  local s = t.schedule
+  if s.recurring then return nil end
+  if now < s.start_ms then
+    return 'not_started', 'the tournament starts at ' .. fmt(s.start_ms) .. ' (now ' .. fmt(now) .. ')'
+  end
+  if now >= s.end_ms then
+    return 'ended', 'the tournament ended at ' .. fmt(s.end_ms)
+  end
+  return nil
+end
+
+-- Whether `player`, who has not entered yet, may enter now: nil, or the refusal's code and
+-- message. `playing`: entering by playing (a submission or a started run) rather than by `join`.
+local function tournament_room(prefix, t, season, player, playing)
+  if playing and t.join_required then
+    return 'not_joined', player .. ' has not joined this tournament: join first'
+  end
+  local max = opt_num(t.max_size)
+  if max and redis.call('ZCARD', prefix .. 't:' .. season .. ':joined') >= max then
+    return 'full', 'the tournament is full (' .. fmt(max) .. ' entrants)'
+  end
+  return nil
+end
+
+-- Whether `player` may make one more attempt, having made `made`: nil, or code and message.
+local function tournament_attempt(t, player, made)
+  local max = opt_num(t.max_attempts)
+  if max and made >= max then
+    return 'no_attempts_left', player .. ' has used all ' .. fmt(max) .. ' attempts'
+  end
+  return nil
+end
+
+-- Publishes a tournament event (`body`: a JSON object with its `event`) on the board's event
+-- channel, for the board's subscribers on every instance (server/src/hub/events.rs). It carries
+-- the board's current seq and does not bump it: no score changed.
+local function tournament_publish(prefix, board, season, body)
+  local seq = redis.call('GET', prefix .. 'seq') or '0'
+  redis.call(PUBLISH_CMD, 'ev:{' .. board .. '}', '{"board":"' .. board .. '","season":"' .. season ..
+    '","seq":' .. seq .. ',"tournament":' .. body .. '}')
 end

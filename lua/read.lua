@@ -2,9 +2,10 @@
 -- Prepended with lib.lua. Reads only.
 --
 -- KEYS[1]  lb:{<board>}:config
--- ARGV[1]  mode: 'top' | 'player' | 'around' | 'players'
+-- ARGV[1]  mode: 'top' | 'player' | 'around' | 'players' | 'final' (a tournament's final
+--          standings, t:<season>:final, as `top`; season '' = the last frozen: t:last)
 -- ARGV[2]  season ('' = current)     ARGV[3] now_ms override ('' = Redis TIME)
--- top:     ARGV[4] offset, ARGV[5] limit
+-- top, final: ARGV[4] offset, ARGV[5] limit
 -- player:  ARGV[4] player
 -- around:  ARGV[4] player, ARGV[5] radius
 -- players: ARGV[4..] players
@@ -18,10 +19,24 @@ local prefix = string.sub(KEYS[1], 1, -7)
 local cfg = load_config(KEYS[1])
 if not cfg then return {'err', 'unknown_board', 'no board ' .. board_of(prefix)} end
 local now = now_ms(ARGV[3])
-local season, start = resolve_season(prefix, cfg, now, ARGV[2])
-if not season then return {'err', 'unknown_season', 'no season ' .. ARGV[2]} end
+local mode = ARGV[1]
+local season, start, key
+if mode == 'final' then
+  -- A tournament's frozen standings (lua/tournament_end.lua), read as `top`.
+  season = ARGV[2]
+  if season == '' then season = redis.call('GET', prefix .. 't:last') end
+  if not season or redis.call('EXISTS', prefix .. 't:' .. season .. ':ended') == 0 then
+    return {'err', 'not_found', 'no final standings' .. (ARGV[2] ~= '' and (' of season ' .. ARGV[2]) or '') .. ': the tournament has not ended'}
+  end
+  start = tonumber(redis.call('ZSCORE', prefix .. 'seasons', season) or '0')
+  key = prefix .. 't:' .. season .. ':final'
+  mode = 'top'
+else
+  season, start = resolve_season(prefix, cfg, now, ARGV[2])
+  if not season then return {'err', 'unknown_season', 'no season ' .. ARGV[2]} end
+  key = prefix .. 's:' .. season
+end
 
-local key = prefix .. 's:' .. season
 local total = redis.call('ZCARD', key)
 local seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
 local out = {'ok', season, total, seq, start}
@@ -33,7 +48,6 @@ local function index_of(player)
   return redis.call('ZRANK', key, player)
 end
 
-local mode = ARGV[1]
 if mode == 'top' then
   local offset, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
   if limit > 0 then append(entries(prefix, key, cfg, offset, offset + limit - 1, start)) end

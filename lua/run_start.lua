@@ -12,6 +12,10 @@
 -- seeds cannot be farmed; expired runs stop counting. A run id that names an open run of the
 -- same player is the same request again (a WebSocket start_run re-sent with its id): that run is
 -- answered, with its own seed, and nothing changes.
+-- On a tournament board a started run is an attempt (lib.lua, "Tournaments"): refused when the
+-- tournament is not open (`not_started`, `ended`), when the player has not joined a tournament
+-- that needs it (`not_joined`) or it is full (`full`), and past `max_attempts`
+-- (`no_attempts_left`); a run started enters the player and counts one attempt.
 -- Returns {'ok', started_ms, expires_ms, seed} or {'err', code, message}; an error changes
 -- nothing.
 
@@ -38,7 +42,25 @@ local open = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
 if open >= tonumber(ARGV[5]) then
   return {'err', 'conflict', ARGV[1] .. ' already has ' .. open .. ' open runs on this board (at most ' .. ARGV[5] .. '); finish or wait for one'}
 end
+local tour = tournament_of(cfg)
+local t_key, t_in
+if tour then
+  local code, msg = tournament_window(tour, now)
+  local season = current_season(prefix, cfg, now)
+  t_key = prefix .. 't:' .. season
+  t_in = redis.call('ZSCORE', t_key .. ':joined', ARGV[1]) ~= false
+  if not code and not t_in then code, msg = tournament_room(prefix, tour, season, ARGV[1], true) end
+  if not code then
+    local made = tonumber(redis.call('HGET', t_key .. ':attempts', ARGV[1]) or '0')
+    code, msg = tournament_attempt(tour, ARGV[1], made)
+  end
+  if code then return {'err', code, msg} end
+end
 -- Only now that nothing can refuse: drop the expired runs and record the new one.
+if tour then
+  if not t_in then redis.call('ZADD', t_key .. ':joined', 'NX', fmt(now), ARGV[1]) end
+  redis.call('HINCRBY', t_key .. ':attempts', ARGV[1], 1)
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', fmt(now))
 local expires = now + ttl
 redis.call('SET', KEYS[2], cjson.encode({player = ARGV[1], seed = tonumber(ARGV[3]), started_ms = now, expires_ms = expires}), 'PX', ttl)

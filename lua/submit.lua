@@ -16,8 +16,10 @@
 --   the audit entry stores it as it came (BENCHMARKS.md, "What changed, and what each bought").
 --
 -- Order for each: ban check (lua/ban.lua: a banned player changes nothing, a retried id
--- included) -> dedup (so a retried success is never rate limited) -> limiter check ->
--- compute the new score and check its range -> write: score, limiter entry, name, dedup record.
+-- included) -> dedup (so a retried success is never rate limited) -> points allowed ->
+-- tournament (lib.lua: open now, entered or room to enter, an attempt left) -> limiter check ->
+-- compute the new score and check its range -> write: score, limiter entry, tournament entry
+-- and attempt, name, dedup record.
 -- A rejection writes nothing. Order: each player's submissions together and in their order,
 -- players in the order they first come in the batch (submissions of different players in one
 -- batch are concurrent, so this is a valid order; the event lists changes in it, the audit entry
@@ -112,6 +114,10 @@ if lim == cjson.null then lim = nil end
 local any_bans = redis.call('EXISTS', prefix .. 'bans') == 1
 local cfg_op = cfg.op
 local verified_board = type(cfg.validator) == 'string'
+local tour = tournament_of(cfg)
+local t_closed, t_closed_msg -- the tournament's window refusal, if it is not open now
+if tour then t_closed, t_closed_msg = tournament_window(tour, now) end
+local t_prefix = prefix .. 't:' .. season
 
 -- |score| of the board's extremes, read once per batch and only if an `incr` submission comes:
 -- while |points| + that stays in range, ZINCRBY cannot leave the exact range, so it runs blind.
@@ -173,6 +179,9 @@ local function submit_player(player, subs)
   local convert = false -- the generation goes past CONVERT_AT records in this batch
   local nw = 0 -- writes: id, record pairs for the one HSET; recs: k -> the record of subs[k]
   local known              -- the player's rank now (-1 = not on the board; nil = ask)
+  -- On a tournament board: whether the player has entered and how many attempts they made
+  -- (read at their first submission that is not a retry).
+  local t_in, t_made
 
   for k = 1, ns do
     local i = subs[k]
@@ -202,6 +211,24 @@ local function submit_player(player, subs)
       elseif maxp and (points > maxp or points < -maxp) then
         refused = true
         refuse(i, 'points_out_of_range', '|points| above this board\'s max_points_per_submit (' .. fmt(maxp) .. ')', 0, 0, 0)
+      end
+      -- 2b. The tournament: open now; the player entered (or may enter by playing: room left);
+      -- an attempt left. A validator's replay was checked when its run started (lua/run_start.lua):
+      -- only the window applies to it.
+      if not refused and tour then
+        local code, msg = t_closed, t_closed_msg
+        if not code and by ~= VERIFIED then
+          if t_in == nil then
+            t_in = redis.call('ZSCORE', t_prefix .. ':joined', player) ~= false
+            t_made = tonumber(redis.call('HGET', t_prefix .. ':attempts', player) or '0')
+          end
+          if not t_in then code, msg = tournament_room(prefix, tour, season, player, true) end
+          if not code then code, msg = tournament_attempt(tour, player, t_made) end
+        end
+        if code then
+          refused = true
+          refuse(i, code, msg, 0, 0, 0)
+        end
       end
       -- 3. The board's sliding-window limit for this player.
       if not refused and limited then
@@ -278,6 +305,14 @@ local function submit_player(player, subs)
           season_recorded = true
         end
         if limited then rl_take(rl_key, now, lim.window_ms, now .. ':' .. sub_id) end
+        if tour and by ~= VERIFIED then
+          if not t_in then
+            redis.call('ZADD', t_prefix .. ':joined', 'NX', istr(now), player)
+            t_in = true
+          end
+          t_made = t_made + 1
+          redis.call('HINCRBY', t_prefix .. ':attempts', player, 1)
+        end
         if name ~= '' then redis.call('HSET', prefix .. 'names', player, name) end
         local reached = packed and reached_ms(cfg, t, season_start) or -1
         if changed then

@@ -719,7 +719,9 @@ mod tests {
             &file,
             "listen = \"127.0.0.1:9000\"\n[boards.speedrun]\norder = \"asc\"\nop = \"best\"\n\
              [boards.free]\nsubmit_limit = \"unlimited\"\n[auth]\nmax_token_lifetime_s = 86400\n\
-             [redis]\nwait_replicas = 1\n",
+             [redis]\nwait_replicas = 1\n\
+             [boards.cup.tournament]\njoin_required = true\nmax_size = 8\n\
+             [boards.cup.tournament.schedule]\nstart_ms = 10\nend_ms = 20\n",
         )
         .unwrap();
         let cli = Cli {
@@ -738,6 +740,14 @@ mod tests {
             s.boards["free"].submit_limit, None,
             "TOML's way to say null"
         );
+        let cup = s.boards["cup"]
+            .tournament
+            .expect("a tournament from the file");
+        assert_eq!(
+            (cup.schedule.start_ms, cup.schedule.end_ms, cup.max_size),
+            (Some(10), Some(20), Some(8))
+        );
+        assert!(cup.join_required && s.boards["cup"].validate().is_ok());
         assert_eq!(s.auth.max_token_lifetime_s, 86_400);
         assert_eq!(
             (s.redis.wait_replicas, s.redis.wait_timeout_ms),

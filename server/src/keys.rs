@@ -68,6 +68,13 @@ pub fn runs_of(board: &Id, player: &Id) -> String {
     format!("lb:{{{board}}}:runs:{player}")
 }
 
+/// `lb:{<board>}:t:<season>:<part>`: one occurrence (season) of the board's tournament
+/// (`lua/lib.lua`, "Tournaments"): `joined` (ZSET player -> when they entered, ms), `attempts`
+/// (HASH player -> attempts made), `final` (ZSET: the season's scores frozen at its end).
+pub fn tournament(board: &Id, season: &str, part: &str) -> String {
+    format!("lb:{{{board}}}:t:{season}:{part}")
+}
+
 /// `sc:validators`: validator name -> the module's bytes, and `<name>#sha256` -> their SHA-256
 /// in hex (`docs/validators.md`). One hash, so every write is one command on one slot; every
 /// instance reads the same bytes.
@@ -172,6 +179,11 @@ mod tests {
         assert_eq!(config(&b), "lb:{game-2048}:config");
         assert_eq!(seasons(&b), "lb:{game-2048}:seasons");
         assert_eq!(events(&b), "ev:{game-2048}");
+        assert_eq!(
+            tournament(&b, "all", "joined"),
+            "lb:{game-2048}:t:all:joined"
+        );
+        assert_eq!(slot(&tournament(&b, "all", "final")), slot(&config(&b)));
         assert_eq!(limiter("read", "127.0.0.1"), "rl:{read:127.0.0.1}");
     }
 

@@ -40,6 +40,8 @@ pub struct Publishing {
     pub rollover: Script,
     pub season_event: Script,
     pub remove: Script,
+    pub tournament_end: Script,
+    pub tournament_event: Script,
 }
 
 impl Publishing {
@@ -51,6 +53,8 @@ impl Publishing {
             rollover: lib(include_str!("../../lua/rollover.lua")),
             season_event: lib(include_str!("../../lua/season_event.lua")),
             remove: lib(include_str!("../../lua/remove.lua")),
+            tournament_end: lib(include_str!("../../lua/tournament_end.lua")),
+            tournament_event: lib(include_str!("../../lua/tournament_event.lua")),
         }
     }
 }
@@ -77,6 +81,9 @@ pub static REWARD_GRANT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/reward_grant.lua")));
 pub static RUN_START: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/run_start.lua")));
+pub static JOIN: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/join.lua")));
+pub static TOURNAMENT_INFO: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/tournament_info.lua")));
 pub static BAN_INDEX: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
 pub static BOARD_DELETE: LazyLock<Script> =

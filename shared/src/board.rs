@@ -135,6 +135,57 @@ fn limit_or_unlimited<'de, D: serde::Deserializer<'de>>(
     d.deserialize_any(V)
 }
 
+/// When a tournament is open: one window (`start_ms` ≤ now < `end_ms`, on a board with
+/// `reset: never`), or `recurring: true`, where each season of the board's calendar (`reset`
+/// daily, weekly or monthly) is one tournament, with its own entrants and attempts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Schedule {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_ms: Option<i64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recurring: bool,
+}
+
+/// The `ending_soon_ms` of a tournament configured without one: 5 minutes.
+pub const DEFAULT_ENDING_SOON_MS: u64 = 300_000;
+
+/// A board's tournament rules (README, "Board configuration"; `docs/protocol.md`,
+/// "Tournaments"). One occurrence of the tournament is one season of the board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Tournament {
+    pub schedule: Schedule,
+    /// Players must `join` before they may submit.
+    pub join_required: bool,
+    /// At most this many entrants: the first to join (or, without `join_required`, the first
+    /// distinct players to score).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<u32>,
+    /// At most this many accepted submissions per player (on a board with a validator: started
+    /// runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// How long before the end the `ending_soon` event is pushed.
+    pub ending_soon_ms: u64,
+}
+
+impl Default for Tournament {
+    fn default() -> Self {
+        Tournament {
+            schedule: Schedule::default(),
+            join_required: false,
+            max_size: None,
+            max_attempts: None,
+            ending_soon_ms: DEFAULT_ENDING_SOON_MS,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
@@ -157,6 +208,10 @@ pub struct BoardConfig {
     /// Left out: none, and the field is left out of the JSON too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub validator: Option<String>,
+    /// Tournament rules: a schedule, joining, a size cap, limited attempts. Left out: none
+    /// (and left out of the JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tournament: Option<Tournament>,
 }
 
 impl Default for BoardConfig {
@@ -174,6 +229,7 @@ impl Default for BoardConfig {
             submit_limit: Some(DEFAULT_SUBMIT_LIMIT),
             rewards_top: 0,
             validator: None,
+            tournament: None,
         }
     }
 }
@@ -210,6 +266,9 @@ impl BoardConfig {
                 );
             }
         }
+        if let Some(t) = &self.tournament {
+            self.validate_tournament(t)?;
+        }
         if self.rewards_top > 10_000 {
             return Err("rewards_top must be at most 10000".into());
         }
@@ -227,6 +286,48 @@ impl BoardConfig {
                     ));
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn validate_tournament(&self, t: &Tournament) -> Result<(), String> {
+        let s = t.schedule;
+        if s.recurring {
+            if s.start_ms.is_some() || s.end_ms.is_some() {
+                return Err(
+                    "tournament.schedule: recurring takes its dates from the board's calendar (reset): leave out start_ms and end_ms".into(),
+                );
+            }
+            if self.reset == Reset::Never {
+                return Err(
+                    "a recurring tournament needs a calendar board: reset daily, weekly or monthly"
+                        .into(),
+                );
+            }
+        } else {
+            let (Some(start), Some(end)) = (s.start_ms, s.end_ms) else {
+                return Err(
+                    "tournament.schedule needs start_ms and end_ms, or recurring: true".into(),
+                );
+            };
+            if start < 0 || end <= start {
+                return Err("tournament.schedule needs 0 <= start_ms < end_ms".into());
+            }
+            if self.reset != Reset::Never {
+                return Err(
+                    "a tournament with start_ms and end_ms needs reset: never (or use recurring: true)"
+                        .into(),
+                );
+            }
+        }
+        if t.max_size == Some(0) || t.max_size.is_some_and(|n| n > 10_000_000) {
+            return Err("tournament.max_size must be 1..=10000000".into());
+        }
+        if t.max_attempts == Some(0) || t.max_attempts.is_some_and(|n| n > 1_000_000) {
+            return Err("tournament.max_attempts must be 1..=1000000".into());
+        }
+        if t.ending_soon_ms == 0 || t.ending_soon_ms > 86_400_000 * 31 {
+            return Err("tournament.ending_soon_ms must be 1..=2678400000".into());
         }
         Ok(())
     }
@@ -321,6 +422,43 @@ mod tests {
         ] {
             assert!(serde_json::from_str::<BoardConfig>(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A tournament needs a coherent schedule: a window on a `never` board or `recurring` on a
+    /// calendar board; caps are at least 1; a board without one serialises as before.
+    #[test]
+    fn tournament_settings_are_checked_against_each_other() {
+        let ok: BoardConfig = serde_json::from_str(
+            r#"{"tournament":{"schedule":{"start_ms":10,"end_ms":20},"join_required":true,"max_size":2,"max_attempts":3}}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.validate(), Ok(()));
+        let t = ok.tournament.unwrap();
+        assert_eq!(t.ending_soon_ms, DEFAULT_ENDING_SOON_MS);
+        let rec: BoardConfig = serde_json::from_str(
+            r#"{"reset":"daily","tournament":{"schedule":{"recurring":true}}}"#,
+        )
+        .unwrap();
+        assert_eq!(rec.validate(), Ok(()));
+        for bad in [
+            r#"{"tournament":{}}"#,
+            r#"{"tournament":{"schedule":{"start_ms":20,"end_ms":20}}}"#,
+            r#"{"tournament":{"schedule":{"recurring":true}}}"#,
+            r#"{"reset":"daily","tournament":{"schedule":{"start_ms":1,"end_ms":2}}}"#,
+            r#"{"reset":"daily","tournament":{"schedule":{"recurring":true,"end_ms":2}}}"#,
+            r#"{"tournament":{"schedule":{"start_ms":1,"end_ms":2},"max_size":0}}"#,
+            r#"{"tournament":{"schedule":{"start_ms":1,"end_ms":2},"max_attempts":0}}"#,
+            r#"{"tournament":{"schedule":{"start_ms":1,"end_ms":2},"ending_soon_ms":0}}"#,
+        ] {
+            let c: BoardConfig = serde_json::from_str(bad).unwrap();
+            assert!(c.validate().is_err(), "{bad}");
+        }
+        assert!(serde_json::from_str::<BoardConfig>(
+            r#"{"tournament":{"schedule":{"start_ms":1,"end_ms":2},"bucket":3}}"#
+        )
+        .is_err());
+        let plain = serde_json::to_value(BoardConfig::default()).unwrap();
+        assert!(plain.get("tournament").is_none(), "{plain}");
     }
 
     #[test]

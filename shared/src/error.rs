@@ -19,10 +19,15 @@ pub enum ErrorCode {
     PayloadTooLarge,
     RateLimited,
     Unavailable,
+    NotStarted,
+    Ended,
+    NotJoined,
+    Full,
+    NoAttemptsLeft,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::BadRequest,
         ErrorCode::InvalidId,
         ErrorCode::PointsOutOfRange,
@@ -37,6 +42,11 @@ impl ErrorCode {
         ErrorCode::PayloadTooLarge,
         ErrorCode::RateLimited,
         ErrorCode::Unavailable,
+        ErrorCode::NotStarted,
+        ErrorCode::Ended,
+        ErrorCode::NotJoined,
+        ErrorCode::Full,
+        ErrorCode::NoAttemptsLeft,
     ];
 
     /// The code as it appears on the wire.
@@ -56,6 +66,11 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::Unavailable => "unavailable",
+            ErrorCode::NotStarted => "not_started",
+            ErrorCode::Ended => "ended",
+            ErrorCode::NotJoined => "not_joined",
+            ErrorCode::Full => "full",
+            ErrorCode::NoAttemptsLeft => "no_attempts_left",
         }
     }
 
@@ -71,9 +86,14 @@ impl ErrorCode {
             | ErrorCode::PointsOutOfRange
             | ErrorCode::ScoreOutOfRange => 400,
             ErrorCode::Unauthorized => 401,
-            ErrorCode::Forbidden => 403,
+            ErrorCode::Forbidden | ErrorCode::NotJoined => 403,
             ErrorCode::UnknownBoard | ErrorCode::UnknownSeason | ErrorCode::NotFound => 404,
-            ErrorCode::Conflict | ErrorCode::LeaseLost => 409,
+            ErrorCode::Conflict
+            | ErrorCode::LeaseLost
+            | ErrorCode::NotStarted
+            | ErrorCode::Ended
+            | ErrorCode::Full
+            | ErrorCode::NoAttemptsLeft => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::RateLimited => 429,
             ErrorCode::Unavailable => 503,
@@ -88,7 +108,7 @@ mod tests {
     /// The error table of docs/protocol.md, written out: each code's wire name and HTTP status.
     /// Serde, `as_str`, `parse` and `http_status` must all agree with it, and `ALL` must list
     /// every code once.
-    const TABLE: [(&str, u16); 14] = [
+    const TABLE: [(&str, u16); 19] = [
         ("bad_request", 400),
         ("invalid_id", 400),
         ("points_out_of_range", 400),
@@ -103,6 +123,11 @@ mod tests {
         ("payload_too_large", 413),
         ("rate_limited", 429),
         ("unavailable", 503),
+        ("not_started", 409),
+        ("ended", 409),
+        ("not_joined", 403),
+        ("full", 409),
+        ("no_attempts_left", 409),
     ];
 
     #[test]

@@ -101,6 +101,12 @@ pub enum ClientMsg {
         run: Id,
         proof: String,
     },
+    /// Joins the tournament of a board (`docs/protocol.md`, "Tournaments"); answered by
+    /// `joined`, or `rejected` carrying `id`.
+    Join {
+        id: Id,
+        board: Id,
+    },
     Ping,
 }
 
@@ -119,7 +125,7 @@ pub fn parse_proof(v: Option<&Value>) -> Result<String, (ErrorCode, String)> {
 pub enum ParseError {
     /// Answer with `error`.
     Frame { code: ErrorCode, message: String },
-    /// A `submit`, `start_run` or `proof` that is wrong: answer with `rejected` carrying `id`
+    /// A `submit`, `start_run`, `proof` or `join` that is wrong: answer with `rejected` carrying `id`
     /// as the client sent it.
     Submit {
         id: Option<String>,
@@ -234,7 +240,7 @@ impl ClientMsg {
                     "`token` must be a string",
                 )),
             },
-            "submit" | "start_run" | "proof" => {
+            "submit" | "start_run" | "proof" | "join" => {
                 let raw_id = obj.get("id").and_then(Value::as_str).map(str::to_owned);
                 let rejected = |(code, message): (ErrorCode, String)| ParseError::Submit {
                     id: raw_id.clone(),
@@ -249,6 +255,7 @@ impl ClientMsg {
                         Ok(ClientMsg::Submit { id, board, points })
                     }
                     "start_run" => Ok(ClientMsg::StartRun { id, board }),
+                    "join" => Ok(ClientMsg::Join { id, board }),
                     _ => {
                         let run = parse_id_field(obj, "run").map_err(rejected)?;
                         let proof = parse_proof(obj.get("proof")).map_err(rejected)?;
@@ -481,6 +488,15 @@ pub enum ServerMsg {
         started_ms: i64,
         expires_ms: i64,
     },
+    /// The answer to `join` (the fields of `POST /v1/boards/{board}/join`, and the request's
+    /// `id`).
+    Joined {
+        id: String,
+        board: String,
+        season: String,
+        player: String,
+        joined_ms: i64,
+    },
     Rejected {
         id: Option<String>,
         code: ErrorCode,
@@ -519,6 +535,25 @@ pub enum ServerMsg {
     Notify {
         kind: String,
         payload: Value,
+    },
+    /// A board's tournament `started`, is `ending_soon` or `ended` (`docs/protocol.md`,
+    /// "Tournaments"), pushed to every session with a view of the board.
+    Tournament {
+        board: String,
+        season: String,
+        event: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_ms: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        end_ms: Option<i64>,
+        /// With `ended`: how many are in the final standings, and the first of them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        standings: Option<Vec<Entry>>,
+        /// With `ended`, to a player among the first 1000 of the final standings: their rank.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rank: Option<u64>,
     },
     Pong,
     Error {
@@ -582,6 +617,13 @@ impl ServerMsg {
                 started_ms: o.i64("started_ms")?,
                 expires_ms: o.i64("expires_ms")?,
             },
+            "joined" => ServerMsg::Joined {
+                id: o.string("id")?,
+                board: o.string("board")?,
+                season: o.string("season")?,
+                player: o.string("player")?,
+                joined_ms: o.i64("joined_ms")?,
+            },
             "rejected" => ServerMsg::Rejected {
                 id: o.opt_string("id")?,
                 code: o.code("code")?,
@@ -620,6 +662,19 @@ impl ServerMsg {
                     .get("payload")
                     .cloned()
                     .ok_or("missing field `payload`")?,
+            },
+            "tournament" => ServerMsg::Tournament {
+                board: o.string("board")?,
+                season: o.string("season")?,
+                event: o.string("event")?,
+                start_ms: o.opt_i64("start_ms")?,
+                end_ms: o.opt_i64("end_ms")?,
+                total: o.opt_u64("total")?,
+                standings: match o.0.get("standings") {
+                    None | Some(Value::Null) => None,
+                    Some(_) => Some(o.entries("standings")?),
+                },
+                rank: o.opt_u64("rank")?,
             },
             "pong" => ServerMsg::Pong,
             "error" => ServerMsg::Error {
@@ -661,6 +716,24 @@ mod tests {
                 view: View::Around { radius: 3 }
             })
         );
+    }
+
+    /// `join` reads its id and board; a bad one is `rejected` with the id as sent.
+    #[test]
+    fn join_parses_and_a_bad_one_is_rejected_with_its_id() {
+        assert_eq!(
+            ClientMsg::parse(r#"{"type":"join","id":"j-1","board":"cup"}"#),
+            Ok(ClientMsg::Join {
+                id: Id::parse("j-1").unwrap(),
+                board: Id::parse("cup").unwrap()
+            })
+        );
+        match ClientMsg::parse(r#"{"type":"join","id":"j-2","board":"c u p"}"#) {
+            Err(ParseError::Submit { id, code, .. }) => {
+                assert_eq!((id.as_deref(), code), (Some("j-2"), ErrorCode::InvalidId));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -887,6 +960,33 @@ mod tests {
             reached_ms: None,
         };
         vec![
+            ServerMsg::Joined {
+                id: "j-1".into(),
+                board: "cup".into(),
+                season: "all".into(),
+                player: "kim".into(),
+                joined_ms: 5,
+            },
+            ServerMsg::Tournament {
+                board: "cup".into(),
+                season: "all".into(),
+                event: "started".into(),
+                start_ms: Some(1),
+                end_ms: Some(2),
+                total: None,
+                standings: None,
+                rank: None,
+            },
+            ServerMsg::Tournament {
+                board: "cup".into(),
+                season: "all".into(),
+                event: "ended".into(),
+                start_ms: None,
+                end_ms: Some(2),
+                total: Some(1),
+                standings: Some(vec![entry(1, "kim", 9)]),
+                rank: Some(1),
+            },
             ServerMsg::Welcome {
                 protocol: 1,
                 player: None,

@@ -599,3 +599,51 @@ async fn seasons_log_removal_and_revocation_work_on_the_cluster() {
     };
     assert_eq!(refusal["code"], "unauthorized", "{refusal}");
 }
+
+/// A tournament on the cluster, through two instances: every tournament key is in the board's
+/// slot (the join, submission and end scripts run on its master), the cap holds across the
+/// instances, and the end job, run by the instances' own workers at `end_ms`, freezes the
+/// standings and pushes `ended` (over the sharded channel) to a watcher on the other instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tournament_runs_and_ends_on_the_cluster() {
+    let cluster = Cluster::start(3, 0).await;
+    let a = ClusterApp::start(&cluster, |_| {}).await;
+    let b = ClusterApp::start(&cluster, |_| {}).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    // Time enough for the steps below on a loaded machine; the end job runs by itself.
+    let end = now + 8_000;
+    a.board(
+        "t",
+        json!({"submit_limit": null, "tournament": {
+            "schedule": {"start_ms": now - 60_000, "end_ms": end},
+            "join_required": true, "max_size": 1, "max_attempts": 1}}),
+    )
+    .await;
+    async fn join(api: &scorecast_tests::Api, player: &str) -> scorecast_tests::Resp {
+        let token = api.token(player, None);
+        api.call_as(Some(&token), Method::POST, "/v1/boards/t/join", None)
+            .await
+    }
+    assert_eq!(join(&a, "kim").await.status, 200);
+    assert_eq!(join(&b, "lee").await.code(), "full");
+
+    let mut spectator = WsClient::connect(&b.ws_url()).await;
+    spectator.subscribe("t", "top", json!({})).await;
+    let mut kim = WsClient::connect(&b.ws_url()).await;
+    kim.hello(&b.token("kim", None)).await;
+    assert_eq!(kim.submit("k-1", "t", 7).await["type"], "ack");
+    let again = kim.submit("k-2", "t", 7).await;
+    assert_eq!(again["code"], "no_attempts_left", "{again}");
+
+    let ended = spectator
+        .recv_until(Duration::from_millis(8_000 + 15_000), |v| {
+            v["type"] == "tournament" && v["event"] == "ended"
+        })
+        .await;
+    assert_eq!(ended["standings"][0]["player"], "kim", "{ended}");
+    let fin = a.call(Method::GET, "/v1/boards/t/final", None, false).await;
+    assert_eq!(score_of(&fin.body, "kim"), Some(7), "{:?}", fin.body);
+}

@@ -106,6 +106,40 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
         .start_run(&id("v"), &id("alice"), 60_000, 3)
         .await
         .unwrap();
+    // Tournaments: join, a submission counted as an attempt, the state, an event, the end and
+    // the final standings read.
+    let far = 4_102_444_800_000_i64; // 2100-01-01
+    let (s, body) = call(
+        Method::PUT,
+        "/admin/boards/t",
+        Some(json!({"tournament": {"schedule": {"start_ms": 0, "end_ms": far}, "max_size": 5}})),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let joined = http
+        .post(format!("{base}/v1/boards/t/join"))
+        .bearer_auth(player_token("alice", None))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), 200);
+    let (s, body) = call(
+        Method::POST,
+        "/admin/boards/t/players/alice/score",
+        Some(json!({"points": 5})),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let (s, body) = call(Method::GET, "/v1/boards/t/tournament", None).await;
+    assert_eq!(s, 200, "{body}");
+    state
+        .store
+        .tournament_event(&id("t"), "started", 0, far)
+        .await
+        .unwrap();
+    state.store.end_tournament(&id("t"), None).await.unwrap();
+    let (s, body) = call(Method::GET, "/v1/boards/t/final", None).await;
+    assert_eq!(s, 200, "{body}");
     let gcra = Policy {
         name: "g".into(),
         algorithm: Algorithm::Gcra,

@@ -26,6 +26,7 @@ mod revocation;
 mod runs_ws;
 mod seasons_jobs;
 mod submit_path;
+mod tournaments;
 mod validators;
 mod wait_replicas;
 mod ws;

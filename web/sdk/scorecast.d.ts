@@ -49,6 +49,32 @@ export interface Run {
   expires_ms: number;
 }
 
+/** The answer to `join`: the player is in this occurrence (season) of the board's tournament. */
+export interface Joined {
+  board: string;
+  season: string;
+  player: string;
+  /** When the player entered (ms since the epoch); the same on every join again. */
+  joined_ms: number;
+}
+
+/** A tournament event, pushed for a board this client has a view of. */
+export interface TournamentEvent {
+  type: "tournament";
+  board: string;
+  season: string;
+  event: "started" | "ending_soon" | "ended";
+  start_ms?: number;
+  /** When it ends (or ended), ms since the epoch: the time left is `end_ms` minus the server's clock. */
+  end_ms?: number;
+  /** With `ended`: how many are in the final standings. */
+  total?: number;
+  /** With `ended`: the first 10 of the final standings. */
+  standings?: Entry[];
+  /** With `ended`: this player's final rank (when among the first 1000). */
+  rank?: number;
+}
+
 /** A view's snapshot or push (`top`, `around`, or `rank` for "me"). */
 export interface ViewMessage {
   type: "top" | "around" | "rank";
@@ -104,6 +130,8 @@ export class Scorecast {
   submit(board: string, points: number): Promise<Ack>;
   /** Starts a run on a verified board (one with a validator). */
   startRun(board: string): Promise<Run>;
+  /** Joins the board's tournament; joining again resolves the same. */
+  join(board: string): Promise<Joined>;
   /**
    * Submits the run's proof so far (for `2048`, its move log), sent as base64; the server
    * replays it and records the validator's score. Answered as `submit` is; a proof re-sent
@@ -113,6 +141,7 @@ export class Scorecast {
   subscribe(board: string, view: View, opts: { limit?: number; radius?: number }, callback: (msg: ViewMessage) => void): Unsubscribe;
   subscribe(board: string, view: View, callback: (msg: ViewMessage) => void): Unsubscribe;
   on(event: "state", fn: (state: ConnState) => void): Unsubscribe;
+  on(event: "tournament", fn: (msg: TournamentEvent) => void): Unsubscribe;
   on(event: "error" | "notify" | "welcome" | "message", fn: (msg: any) => void): Unsubscribe;
   /** Stops for good; pending submissions reject with `closed`. */
   close(): void;

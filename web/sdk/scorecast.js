@@ -30,11 +30,17 @@
 //       submit does (the score is the validator's). Rejects as submit does, and with
 //       not_found (no such run, or expired), forbidden (another player's run),
 //       payload_too_large (over the server's proof_bytes), bad_request (the proof is refused).
+//   sc.join(board) -> Promise<{board, season, player, joined_ms}>
+//       enters the board's tournament (docs/protocol.md, "Tournaments"); joining again resolves
+//       the same. Rejects (code bad_request: no tournament, unknown_board, ended, full).
 //   sc.subscribe(board, "top"|"me"|"around", {limit|radius}?, callback) -> unsubscribe()
 //       callback(msg): the snapshot, then every push (`top`, `around`, or `rank` for "me").
 //       Throws at once (err.code bad_request|invalid_id) on arguments the server would refuse;
 //       submit rejects the same way (also points_out_of_range) without sending anything.
-//   sc.on("state"|"error"|"notify"|"welcome"|"message", fn) -> off()
+//   sc.on("state"|"error"|"notify"|"tournament"|"welcome"|"message", fn) -> off()
+//       "tournament": {board, season, event: "started"|"ending_soon"|"ended", start_ms?, end_ms?,
+//       total?, standings?, rank?} for a board this client has a view of (`rank`: the player's
+//       final rank, with `ended`).
 //   sc.state: "connecting" | "open" | "reconnecting" | "closed";  sc.player: id or null
 //   sc.close()                                     stops for good; pending submissions reject (closed)
 //   Scorecast.guest(name, {baseUrl?}) -> Promise<{player, token}>   POST /v1/guest (dev only)
@@ -216,6 +222,15 @@ export class Scorecast {
     }));
   }
 
+  join(board) {
+    return this._request({ type: "join", board }, (m) => ({
+      board: m.board,
+      season: m.season,
+      player: m.player,
+      joined_ms: m.joined_ms,
+    }));
+  }
+
   submitProof(board, run, proofBytes) {
     if (!(proofBytes instanceof Uint8Array)) {
       return Promise.reject(new ScorecastError("bad_request", "the proof must be a Uint8Array"));
@@ -224,7 +239,7 @@ export class Scorecast {
   }
 
   /**
-   * Sends `msg` with a fresh id; it stays pending until answered (`ack`, `run` or `rejected`
+   * Sends `msg` with a fresh id; it stays pending until answered (`ack`, `run`, `joined` or `rejected`
    * with that id), is re-sent after a reconnect and on `unavailable`, and settles with
    * `answer(message)` or a ScorecastError.
    */
@@ -426,6 +441,7 @@ export class Scorecast {
         return this._onWelcome(msg);
       case "ack":
       case "run":
+      case "joined":
         return this._onAck(msg);
       case "rejected":
         return this._onRejected(msg);
@@ -435,6 +451,8 @@ export class Scorecast {
         return this._onView(msg);
       case "notify":
         return this._emit("notify", msg);
+      case "tournament":
+        return this._emit("tournament", msg);
       case "error":
         return this._onError(msg);
       default: // pong

@@ -114,6 +114,12 @@ fn query_bounds() -> Vec<(&'static str, &'static str, Bound)> {
         ),
         ("/v1/boards/{board}/top", "offset", range_or(0, offset, 0)),
         (
+            "/v1/boards/{board}/final",
+            "limit",
+            range_or(1, top, protocol::DEFAULT_TOP_LIMIT as i64),
+        ),
+        ("/v1/boards/{board}/final", "offset", range_or(0, offset, 0)),
+        (
             "/v1/boards/{board}/players/{player}/around",
             "radius",
             range_or(

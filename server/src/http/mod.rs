@@ -10,6 +10,7 @@ pub mod moderation;
 pub mod ops;
 pub mod public;
 pub mod queues;
+pub mod tournaments;
 pub mod validators;
 
 use actix_web::error::{JsonPayloadError, PathError, QueryPayloadError};
@@ -114,7 +115,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(console::routes)
         .configure(queues::routes)
         .service(asyncapi::asyncapi_json)
-        .configure(validators::routes);
+        .configure(validators::routes)
+        .configure(tournaments::routes);
 }
 
 /// The paths a page on another allowed origin may use: the SDK (`/sdk`), the protocol code it

@@ -67,6 +67,8 @@ pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> Ht
         super::validators::put_validator, super::validators::get_validator,
         super::validators::delete_validator, super::validators::list_validators,
         super::validators::start_run, super::validators::submit_proof,
+        super::tournaments::join, super::tournaments::tournament,
+        super::tournaments::final_standings,
     ),
     modifiers(&AdminAuth)
 )]

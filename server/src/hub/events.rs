@@ -4,9 +4,10 @@
 //! Shape (one for every script that changes a board): `{"board", "season", "seq", "changes":
 //! [{"player", "score", "rank", "previous_rank"[, "name"]}, ...]}` for score changes (ranks 1-based,
 //! `null` = not on the board), `{"board", "season", "seq", "rollover": true}` when a season
-//! ended.
+//! ended, `{"board", "season", "seq", "tournament": {...}}` for a tournament event (no score
+//! changed; pushed as it comes to every session with a view of the board).
 
-use scorecast_shared::Id;
+use scorecast_shared::{Entry, Id, ServerMsg};
 use serde::Deserialize;
 
 use super::board::Board;
@@ -24,6 +25,21 @@ pub(super) struct Event {
     pub changes: Vec<Change>,
     #[serde(default)]
     pub rollover: bool,
+    #[serde(default)]
+    pub tournament: Option<TournamentEvent>,
+}
+
+/// A tournament's `started`, `ending_soon` or `ended` (`tournament_publish` in `lua/lib.lua`).
+#[derive(Deserialize)]
+pub(super) struct TournamentEvent {
+    event: String,
+    start_ms: Option<i64>,
+    end_ms: Option<i64>,
+    total: Option<u64>,
+    standings: Option<Vec<Entry>>,
+    /// With `ended`: player -> final rank, for the first 1000.
+    #[serde(default)]
+    ranks: std::collections::HashMap<String, u64>,
 }
 
 /// One player's move.
@@ -65,6 +81,11 @@ impl Inner {
         let ev = serde_json::from_slice::<Event>(payload);
         let mut b = cell.lock();
         match ev {
+            Ok(Event {
+                season,
+                tournament: Some(t),
+                ..
+            }) => b.push_tournament(&board, &season, &t),
             Ok(ev) => b.note_event(&board, &ev),
             Err(_) => {
                 tracing::warn!(%board, "unreadable change event; recomputing the board's views");
@@ -75,6 +96,30 @@ impl Inner {
 }
 
 impl Board {
+    /// Pushes a tournament event to each session with a view of the board, once, with the
+    /// session's player's final rank when the event has it.
+    fn push_tournament(&self, board: &Id, season: &str, t: &TournamentEvent) {
+        let mut sent = std::collections::HashSet::new();
+        for ((session, _), sub) in &self.subs {
+            if !sent.insert(*session) {
+                continue;
+            }
+            let rank = sub.player.as_ref().and_then(|p| t.ranks.get(p.as_str()));
+            let msg = ServerMsg::Tournament {
+                board: board.to_string(),
+                season: season.to_owned(),
+                event: t.event.clone(),
+                start_ms: t.start_ms,
+                end_ms: t.end_ms,
+                total: t.total,
+                standings: t.standings.clone(),
+                rank: rank.copied(),
+            };
+            sub.outbox
+                .offer(actix_ws::Message::Text(msg.to_json().into()));
+        }
+    }
+
     /// Records what `ev` changed and wakes the board's worker.
     pub(super) fn note_event(&mut self, board: &Id, ev: &Event) {
         if ev.seq < self.last_event_seq {

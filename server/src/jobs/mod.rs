@@ -13,6 +13,17 @@
 //!   through a [`Notifier`] (the WebSocket hub in production), on every instance: the job is
 //!   acked only once the notification was published, so a failed publish is retried.
 //!
+//! - `tournament.end` — scheduled at the `end_ms` of a one-off tournament (`schedule` with
+//!   `start_ms`, `end_ms`): freezes the final standings (`lua/tournament_end.lua`, once) and
+//!   enqueues the `reward.grant` jobs of its `rewards_top` players, as a rollover does. A
+//!   recurring tournament ends with each season: its `season.rollover` freezes the standings
+//!   first, and the next season is the next occurrence.
+//! - `tournament.event` — scheduled at a one-off tournament's `start_ms` (`started`) and
+//!   `ending_soon_ms` before its `end_ms` (`ending_soon`), and at each season's `ending_soon`
+//!   of a recurring one: tells the board's subscribers on every instance
+//!   (`lua/tournament_event.lua`). The `ended` event comes with the freeze; a recurring
+//!   tournament's `started` with the rollover that ended the previous occurrence.
+//!
 //! - `ban.lift` — scheduled at a ban's `until_ms` (`PUT /admin/bans/{player}`): lifts that
 //!   ban (only if it still has that `until_ms`: a ban renewed meanwhile stays) and puts the
 //!   player's held entries back.
@@ -50,6 +61,8 @@ pub const KIND_ROLLOVER: &str = "season.rollover";
 pub const KIND_REWARD: &str = "reward.grant";
 pub const KIND_NOTIFY: &str = "notify";
 pub const KIND_BAN_LIFT: &str = "ban.lift";
+pub const KIND_TOURNAMENT_END: &str = "tournament.end";
+pub const KIND_TOURNAMENT_EVENT: &str = "tournament.event";
 /// The `kind` of the `notify` message a reward sends.
 pub const NOTIFY_REWARD: &str = "reward";
 
@@ -60,6 +73,28 @@ pub struct RolloverPayload {
     pub season: String,
     pub end_ms: i64,
     /// The board generation it was scheduled for (`""`: a board from before generations).
+    #[serde(default)]
+    pub generation: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TournamentEndPayload {
+    pub board: String,
+    /// The tournament's `end_ms` (a tournament reconfigured with another end has another job).
+    pub end_ms: i64,
+    /// The board generation it was scheduled for (`""`: a board from before generations).
+    #[serde(default)]
+    pub generation: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TournamentEventPayload {
+    pub board: String,
+    /// `started` or `ending_soon`.
+    pub event: String,
+    /// The schedule it was made for: a tournament reconfigured since has its own jobs.
+    pub start_ms: i64,
+    pub end_ms: i64,
     #[serde(default)]
     pub generation: String,
 }
@@ -146,9 +181,18 @@ pub async fn schedule_rollover(
     generation: &str,
     at_ms: i64,
 ) -> AppResult<Option<Id>> {
-    let Some((season, _, end_ms)) = calendar_season(cfg.reset, at_ms) else {
+    let Some((season, start_ms, end_ms)) = calendar_season(cfg.reset, at_ms) else {
         return Ok(None);
     };
+    // A recurring tournament: this season's `ending_soon` (its `ended` comes with the rollover).
+    if let Some(t) = cfg.tournament.filter(|t| t.schedule.recurring) {
+        let soon = ending_soon_at(&t, end_ms);
+        if soon > start_ms {
+            let occurrence = (start_ms, end_ms);
+            schedule_tournament_event(st, board, "ending_soon", soon, occurrence, generation)
+                .await?;
+        }
+    }
     let id = board_job_id("rollover", &[board.as_str(), &season], generation);
     let payload = RolloverPayload {
         board: board.to_string(),
@@ -184,12 +228,102 @@ pub async fn season_ended(st: &AppState, board: &Id, season: &str, end_ms: i64) 
     enqueue_once(&queue(st), job).await.map(|_| ())
 }
 
-/// Schedules the current season's rollover of every calendar board (at start-up; idempotent).
+/// Schedules the `tournament.end` job of the board's one-off tournament at its `end_ms`, unless
+/// that is past already (a job scheduled earlier stays queued until it runs). Returns the job
+/// id if it was scheduled now.
+pub async fn schedule_tournament_end(
+    st: &AppState,
+    board: &Id,
+    cfg: &BoardConfig,
+    generation: &str,
+    now_ms: i64,
+) -> AppResult<Option<Id>> {
+    let Some(t) = cfg.tournament.filter(|t| !t.schedule.recurring) else {
+        return Ok(None);
+    };
+    let (Some(start_ms), Some(end_ms)) = (t.schedule.start_ms, t.schedule.end_ms) else {
+        return Ok(None);
+    };
+    // The live events before the end: `started`, `ending_soon`.
+    for (event, at_ms) in [
+        ("started", start_ms),
+        ("ending_soon", ending_soon_at(&t, end_ms)),
+    ] {
+        if at_ms > now_ms && at_ms < end_ms {
+            let occurrence = (start_ms, end_ms);
+            schedule_tournament_event(st, board, event, at_ms, occurrence, generation).await?;
+        }
+    }
+    if end_ms <= now_ms {
+        return Ok(None);
+    }
+    let id = board_job_id(
+        "tournament.end",
+        &[board.as_str(), &end_ms.to_string()],
+        generation,
+    );
+    let payload = TournamentEndPayload {
+        board: board.to_string(),
+        end_ms,
+        generation: generation.to_owned(),
+    };
+    let job = NewJob::new(&kind(KIND_TOURNAMENT_END), &payload)?
+        .id(id.clone())
+        .priority(0)
+        .at(end_ms);
+    Ok(enqueue_once(&queue(st), job).await?.then_some(id))
+}
+
+/// When the `ending_soon` event of an occurrence ending at `end_ms` is due.
+fn ending_soon_at(t: &scorecast_shared::Tournament, end_ms: i64) -> i64 {
+    end_ms.saturating_sub(i64::try_from(t.ending_soon_ms).unwrap_or(i64::MAX))
+}
+
+/// Schedules the `tournament.event` job `event` of the occurrence `(start_ms, end_ms)` at
+/// `at_ms` (once: its id names the board, the occurrence and the generation).
+async fn schedule_tournament_event(
+    st: &AppState,
+    board: &Id,
+    event: &str,
+    at_ms: i64,
+    (start_ms, end_ms): (i64, i64),
+    generation: &str,
+) -> AppResult<()> {
+    let payload = TournamentEventPayload {
+        board: board.to_string(),
+        event: event.to_owned(),
+        start_ms,
+        end_ms,
+        generation: generation.to_owned(),
+    };
+    let id = board_job_id(
+        &format!("tournament.{event}"),
+        &[board.as_str(), &start_ms.to_string(), &end_ms.to_string()],
+        generation,
+    );
+    let job = NewJob::new(&kind(KIND_TOURNAMENT_EVENT), &payload)?
+        .id(id)
+        .priority(0)
+        .at(at_ms);
+    enqueue_once(&queue(st), job).await.map(|_| ())
+}
+
+/// Schedules the current season's rollover of every calendar board and the end of every
+/// one-off tournament still running (at start-up; idempotent).
 pub async fn schedule_rollovers(st: &AppState) -> AppResult<usize> {
     let now = st.queues.clock().now_ms();
     let mut n = 0;
     for (board, cfg) in st.store.boards().await? {
         if cfg.reset == Reset::Never {
+            if cfg.tournament.is_some() {
+                if let Ok(generation) = st.store.board_generation(&board).await {
+                    n += usize::from(
+                        schedule_tournament_end(st, &board, &cfg, &generation, now)
+                            .await?
+                            .is_some(),
+                    );
+                }
+            }
             continue;
         }
         let generation = match st.store.board_generation(&board).await {
@@ -211,11 +345,14 @@ pub async fn schedule_rollovers(st: &AppState) -> AppResult<usize> {
 /// Hook after a board was created or changed: schedules its rollover if it has calendar
 /// seasons. Never fails the caller; a failure is logged (start-up scheduling catches up).
 pub async fn board_changed(st: &AppState, board: &Id, cfg: &BoardConfig) {
-    if cfg.reset == Reset::Never {
+    if cfg.reset == Reset::Never && cfg.tournament.is_none() {
         return;
     }
     let now = st.queues.clock().now_ms();
     let scheduled = match st.store.board_generation(board).await {
+        Ok(generation) if cfg.reset == Reset::Never => {
+            schedule_tournament_end(st, board, cfg, &generation, now).await
+        }
         Ok(generation) => schedule_rollover(st, board, cfg, &generation, now).await,
         Err(e) => Err(e),
     };
@@ -264,6 +401,27 @@ fn app(e: AppError) -> anyhow::Error {
 pub async fn handle(st: &AppState, notifier: &dyn Notifier, job: &Job) -> anyhow::Result<()> {
     match job.kind.as_str() {
         KIND_ROLLOVER => rollover(st, payload(job)?).await,
+        KIND_TOURNAMENT_END => tournament_end(st, payload(job)?).await,
+        KIND_TOURNAMENT_EVENT => {
+            let p: TournamentEventPayload = payload(job)?;
+            let board = Id::parse(&p.board)?;
+            let Some(cfg) = same_board(st, &board, &p.generation).await.map_err(app)? else {
+                return Ok(());
+            };
+            // A recurring tournament's jobs are per season; a one-off's, per schedule.
+            let same = cfg.tournament.is_some_and(|t| {
+                t.schedule.recurring
+                    || (t.schedule.start_ms == Some(p.start_ms)
+                        && t.schedule.end_ms == Some(p.end_ms))
+            });
+            if same {
+                st.store
+                    .tournament_event(&board, &p.event, p.start_ms, p.end_ms)
+                    .await
+                    .map_err(app)?;
+            }
+            Ok(())
+        }
         KIND_REWARD => reward(st, payload(job)?).await,
         KIND_NOTIFY => {
             let p: NotifyPayload = payload(job)?;
@@ -329,6 +487,20 @@ async fn rollover(st: &AppState, p: RolloverPayload) -> anyhow::Result<()> {
         // Calendar seasons change by the clock, with no submission to say so: tell the views.
         st.store.announce_season(&board).await.map_err(app)?;
     }
+    if cfg.tournament.is_some_and(|t| t.schedule.recurring) {
+        // This season was one occurrence of the tournament: its standings are final.
+        st.store
+            .end_tournament(&board, Some(&p.season))
+            .await
+            .map_err(app)?;
+        // The next season is the next occurrence.
+        if let Some((_, start_ms, end_ms)) = calendar_season(cfg.reset, p.end_ms) {
+            st.store
+                .tournament_event(&board, "started", start_ms, end_ms)
+                .await
+                .map_err(app)?;
+        }
+    }
     if cfg.rewards_top > 0 {
         let season = Id::parse(&p.season)?;
         let top = Read::Top {
@@ -341,30 +513,72 @@ async fn rollover(st: &AppState, p: RolloverPayload) -> anyhow::Result<()> {
             Err(e) if e.code == ErrorCode::UnknownSeason => Vec::new(),
             Err(e) => return Err(app(e)),
         };
-        let q = queue(st);
-        // In rank order, so equal priorities come out in rank order too.
-        for e in entries {
-            let reward = RewardPayload {
-                board: p.board.clone(),
-                season: p.season.clone(),
-                player: e.player.clone(),
-                rank: e.rank,
-                score: e.score,
-                generation: p.generation.clone(),
-            };
-            let id = board_job_id("reward", &[&p.board, &p.season, &e.player], &p.generation);
-            let job = NewJob::new(&kind(KIND_REWARD), &reward)
-                .map_err(app)?
-                .id(id)
-                .priority(reward_priority(e.rank));
-            enqueue_once(&q, job).await.map_err(app)?;
-        }
+        enqueue_rewards(st, &p.board, &p.season, &p.generation, entries).await?;
     }
     // The next season starts where this one ended; a job that runs very late schedules the
     // following rollovers at once, so the chain catches up season by season.
     schedule_rollover(st, &board, &cfg, &p.generation, p.end_ms)
         .await
         .map_err(app)?;
+    Ok(())
+}
+
+/// Enqueues a `reward.grant` job for each of `entries` (the top of a finished season), once:
+/// the job ids are derived from the board, season, player and generation.
+async fn enqueue_rewards(
+    st: &AppState,
+    board: &str,
+    season: &str,
+    generation: &str,
+    entries: Vec<scorecast_shared::Entry>,
+) -> anyhow::Result<()> {
+    let q = queue(st);
+    // In rank order, so equal priorities come out in rank order too.
+    for e in entries {
+        let reward = RewardPayload {
+            board: board.to_owned(),
+            season: season.to_owned(),
+            player: e.player.clone(),
+            rank: e.rank,
+            score: e.score,
+            generation: generation.to_owned(),
+        };
+        let id = board_job_id("reward", &[board, season, &e.player], generation);
+        let job = NewJob::new(&kind(KIND_REWARD), &reward)
+            .map_err(app)?
+            .id(id)
+            .priority(reward_priority(e.rank));
+        enqueue_once(&q, job).await.map_err(app)?;
+    }
+    Ok(())
+}
+
+/// The end of a one-off tournament: its final standings frozen (once), then the rewards of
+/// its `rewards_top` players read from them. A job of a tournament since reconfigured with
+/// another end (or removed) does nothing: the new end has its own job.
+async fn tournament_end(st: &AppState, p: TournamentEndPayload) -> anyhow::Result<()> {
+    let board = Id::parse(&p.board)?;
+    let Some(cfg) = same_board(st, &board, &p.generation).await.map_err(app)? else {
+        return Ok(());
+    };
+    let current = cfg
+        .tournament
+        .filter(|t| !t.schedule.recurring && t.schedule.end_ms == Some(p.end_ms));
+    if current.is_none() {
+        tracing::info!(%board, end_ms = p.end_ms, "tournament reconfigured: this end is not its end");
+        return Ok(());
+    }
+    let (season, frozen) = st.store.end_tournament(&board, None).await.map_err(app)?;
+    tracing::info!(%board, %season, frozen, "tournament ended");
+    if cfg.rewards_top > 0 {
+        let season_id = Id::parse(&season)?;
+        let page = st
+            .store
+            .read_final(&board, Some(&season_id), 0, u64::from(cfg.rewards_top))
+            .await
+            .map_err(app)?;
+        enqueue_rewards(st, &p.board, &season, &p.generation, page.entries).await?;
+    }
     Ok(())
 }
 

@@ -7,6 +7,7 @@ mod batch;
 mod log;
 mod moderation;
 mod revocation;
+mod tournament;
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
 pub use revocation::Revoked;
+pub use tournament::Joined;
 
 /// A run a player started on a verified board (`Store::start_run`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]

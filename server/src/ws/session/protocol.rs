@@ -1,5 +1,5 @@
 //! What a session says: the client messages of protocol v1 (`hello`, `submit`, `start_run`,
-//! `proof`, `subscribe`, `unsubscribe`, `ping`) and their answers. Work that waits for Redis (a
+//! `proof`, `join`, `subscribe`, `unsubscribe`, `ping`) and their answers. Work that waits for Redis (a
 //! submission, a run, a subscription's snapshot) comes back as an [`InFlight`] future the loop
 //! polls, so the session goes on serving its client meanwhile. The wire format is in `docs/protocol.md`.
 
@@ -173,6 +173,7 @@ impl Session {
             Ok(ClientMsg::Hello { token }) => self.hello(&token),
             Ok(ClientMsg::Submit { id, board, points }) => return self.submit(id, board, points),
             Ok(ClientMsg::StartRun { id, board }) => return self.start_run(id, board),
+            Ok(ClientMsg::Join { id, board }) => return self.join(id, board),
             Ok(ClientMsg::Proof {
                 id,
                 board,
@@ -194,7 +195,8 @@ impl Session {
             Ok(
                 ClientMsg::Submit { id, .. }
                 | ClientMsg::StartRun { id, .. }
-                | ClientMsg::Proof { id, .. },
+                | ClientMsg::Proof { id, .. }
+                | ClientMsg::Join { id, .. },
             ) => Some(Some(id.to_string())),
             Err(ParseError::Submit { id, .. }) => Some(id),
             _ => None,
@@ -300,6 +302,25 @@ impl Session {
                     seed: r.seed,
                     started_ms: r.started_ms,
                     expires_ms: r.expires_ms,
+                },
+                Err(e) => rejected(id, e),
+            })
+        }))
+    }
+
+    /// Joins the board's tournament: `POST /v1/boards/{board}/join` over the socket (joining
+    /// again is answered the same).
+    fn join(&mut self, id: Id, board: Id) -> Option<InFlight> {
+        let player = self.player_for(&id, "join")?.id.clone();
+        let state = self.state.clone();
+        Some(Box::pin(async move {
+            Finished::Reply(match state.store.join(&board, &player).await {
+                Ok(j) => ServerMsg::Joined {
+                    id: id.into_string(),
+                    board: j.board,
+                    season: j.season,
+                    player: j.player,
+                    joined_ms: j.joined_ms,
                 },
                 Err(e) => rejected(id, e),
             })

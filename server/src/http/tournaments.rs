@@ -1,0 +1,149 @@
+//! Tournaments (`docs/protocol.md`, "Tournaments"): `POST /v1/boards/{board}/join`,
+//! `GET /v1/boards/{board}/tournament` and `GET /v1/boards/{board}/final`.
+
+use actix_web::{get, post, web, HttpResponse};
+use scorecast_shared::{protocol, ErrorCode};
+use serde::Serialize;
+
+use super::extract::{PlayerAuth, ReadLimit};
+use super::public::{TopQuery, TopResponse, MAX_OFFSET};
+use crate::error::{rate_headers, AppError, AppResult};
+use crate::state::AppState;
+
+/// Enters the token's player in the current occurrence of the board's tournament; joining again
+/// is answered the same and changes nothing. Refused: `bad_request` (the board has no
+/// tournament), `ended`, `full`.
+#[utoipa::path(params(("board" = String, Path)), responses((status = 200, body = crate::store::Joined), (status = 400), (status = 401), (status = 404), (status = 409)), tag = "tournaments", security(("player" = [])))]
+#[post("/v1/boards/{board}/join")]
+pub async fn join(
+    PlayerAuth(player): PlayerAuth,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    Ok(HttpResponse::Ok().json(st.store.join(&board, &player.id).await?))
+}
+
+/// A board's tournament now.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct TournamentState {
+    pub board: String,
+    /// The current occurrence (the board's current season).
+    pub season: String,
+    /// `upcoming`, `running` or `ended`.
+    pub state: &'static str,
+    /// When this occurrence opens and closes (ms since the epoch; a recurring tournament's are
+    /// its calendar season's).
+    pub start_ms: i64,
+    pub end_ms: i64,
+    /// The server's clock now: `end_ms - server_time_ms` is the time left.
+    pub server_time_ms: i64,
+    /// Players who entered this occurrence.
+    pub entrants: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    pub join_required: bool,
+    /// When its final standings were frozen (absent until then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<i64>,
+}
+
+/// The board's tournament now: its occurrence, state, dates, the server's clock (for the time
+/// left) and how many entered; `not_found` on a board without a tournament.
+#[utoipa::path(params(("board" = String, Path)), responses((status = 200, body = TournamentState), (status = 404)), tag = "tournaments")]
+#[get("/v1/boards/{board}/tournament")]
+pub async fn tournament(
+    st: web::Data<AppState>,
+    limit: ReadLimit,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let cfg = st.store.board(&board).await?;
+    let Some(t) = cfg.tournament else {
+        return Err(AppError::new(
+            ErrorCode::NotFound,
+            format!("board {board} has no tournament"),
+        ));
+    };
+    let (now, season, entrants, ended_ms) = st.store.tournament_info(&board).await?;
+    let (start_ms, end_ms) = match (t.schedule.start_ms, t.schedule.end_ms) {
+        (Some(s), Some(e)) if !t.schedule.recurring => (s, e),
+        _ => crate::jobs::calendar_season(cfg.reset, now)
+            .map(|(_, s, e)| (s, e))
+            .unwrap_or((0, 0)),
+    };
+    let state = if now < start_ms {
+        "upcoming"
+    } else if now >= end_ms {
+        "ended"
+    } else {
+        "running"
+    };
+    let mut res = HttpResponse::Ok();
+    rate_headers(&mut res, &limit.0);
+    Ok(res.json(TournamentState {
+        board: board.into_string(),
+        season,
+        state,
+        start_ms,
+        end_ms,
+        server_time_ms: now,
+        entrants,
+        max_size: t.max_size,
+        max_attempts: t.max_attempts,
+        join_required: t.join_required,
+        ended_ms,
+    }))
+}
+
+/// The final standings of the board's tournament, frozen when it ended (`season`: that
+/// occurrence; default the one that ended last); `not_found` until it has ended.
+#[utoipa::path(params(("board" = String, Path), TopQuery), responses((status = 200, body = TopResponse), (status = 404)), tag = "tournaments")]
+#[get("/v1/boards/{board}/final")]
+pub async fn final_standings(
+    st: web::Data<AppState>,
+    limit: ReadLimit,
+    path: web::Path<String>,
+    q: web::Query<TopQuery>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let n = q.limit.unwrap_or(u64::from(protocol::DEFAULT_TOP_LIMIT));
+    if !(1..=u64::from(protocol::MAX_TOP_LIMIT)).contains(&n) {
+        return Err(AppError::bad_request(format!(
+            "limit must be 1..={}, got {n}",
+            protocol::MAX_TOP_LIMIT
+        )));
+    }
+    let offset = q.offset.unwrap_or(0);
+    if offset > MAX_OFFSET {
+        return Err(AppError::bad_request(format!(
+            "offset must be 0..={MAX_OFFSET}, got {offset}"
+        )));
+    }
+    let season = q
+        .season
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .map(AppState::id)
+        .transpose()?;
+    let page = st
+        .store
+        .read_final(&board, season.as_ref(), offset, n)
+        .await?;
+    let mut res = HttpResponse::Ok();
+    rate_headers(&mut res, &limit.0);
+    Ok(res.json(TopResponse {
+        board: board.into_string(),
+        season: page.season,
+        total: page.total,
+        entries: page.entries,
+    }))
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(join)
+        .service(tournament)
+        .service(final_standings);
+}

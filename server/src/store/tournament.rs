@@ -1,0 +1,152 @@
+//! Tournaments (`docs/protocol.md`, "Tournaments"): joining (`lua/join.lua`), freezing an
+//! occurrence's final standings (`lua/tournament_end.lua`) and reading them (`lua/read.lua`,
+//! mode `final`), each one script on the board's slot. The refusals of submissions and runs live in the scripts that make them
+//! (`lua/submit.lua`, `lua/run_start.lua`), so each check and its write are one atomic step.
+
+use redis::Value;
+use scorecast_shared::Id;
+use serde::Serialize;
+
+use super::{entries, page_head, Page, Store};
+use crate::error::AppResult;
+use crate::{keys, reply, scripts};
+
+/// A player's entry in one occurrence (season) of a board's tournament.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Joined {
+    pub board: String,
+    pub season: String,
+    pub player: String,
+    /// When the player entered (ms since the epoch): the same on every join again.
+    pub joined_ms: i64,
+}
+
+impl Store {
+    /// Enters `player` in the current occurrence of the board's tournament; a player who
+    /// entered already gets the same answer and nothing changes. Refused: `unknown_board`,
+    /// `bad_request` (no tournament), `ended`, `full`.
+    pub async fn join(&self, board: &Id, player: &Id) -> AppResult<Joined> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::JOIN
+            .key(keys::config(board))
+            .arg(player.as_str())
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        Ok(Joined {
+            board: board.to_string(),
+            season: r
+                .first()
+                .and_then(reply::text)
+                .ok_or_else(|| reply::bad("join"))?,
+            player: player.to_string(),
+            joined_ms: r
+                .get(1)
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("join"))?,
+        })
+    }
+
+    /// Freezes the final standings of season `season` of the board's tournament (`None`: the
+    /// current season), once: returns the season and whether this call froze them (`false`:
+    /// they already were, and nothing changed).
+    pub async fn end_tournament(
+        &self,
+        board: &Id,
+        season: Option<&str>,
+    ) -> AppResult<(String, bool)> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::publishing(&c)
+            .tournament_end
+            .key(keys::config(board))
+            .arg(season.unwrap_or(""))
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        let season = r
+            .first()
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("tournament end"))?;
+        Ok((season, r.get(1).and_then(reply::int) == Some(1)))
+    }
+
+    /// Tells the board's subscribers that its tournament's occurrence `(start_ms, end_ms)`
+    /// `started` or is `ending_soon` (`lua/tournament_event.lua`); returns the season.
+    pub async fn tournament_event(
+        &self,
+        board: &Id,
+        event: &str,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> AppResult<String> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::publishing(&c)
+            .tournament_event
+            .key(keys::config(board))
+            .arg(event)
+            .arg(self.clock.arg())
+            .arg(start_ms)
+            .arg(end_ms)
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        r.first()
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("tournament event"))
+    }
+
+    /// The board's tournament now: the server's time, the current occurrence (season), how many
+    /// entered it, and when it ended (`None`: its standings are not frozen yet).
+    pub async fn tournament_info(&self, board: &Id) -> AppResult<(i64, String, u64, Option<i64>)> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::TOURNAMENT_INFO
+            .key(keys::config(board))
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        let int = |i: usize| {
+            r.get(i)
+                .and_then(reply::int)
+                .ok_or_else(|| reply::bad("tournament"))
+        };
+        let season = r
+            .get(1)
+            .and_then(reply::text)
+            .ok_or_else(|| reply::bad("tournament"))?;
+        let ended = int(3)?;
+        Ok((
+            int(0)?,
+            season,
+            int(2)? as u64,
+            (ended >= 0).then_some(ended),
+        ))
+    }
+
+    /// A page of the frozen final standings of season `season` (`None`: the last frozen);
+    /// `not_found` until that tournament has ended.
+    pub async fn read_final(
+        &self,
+        board: &Id,
+        season: Option<&Id>,
+        offset: u64,
+        limit: u64,
+    ) -> AppResult<Page> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::READ
+            .key(keys::config(board))
+            .arg("final")
+            .arg(season.map(Id::as_str).unwrap_or(""))
+            .arg(self.clock.arg())
+            .arg(offset)
+            .arg(limit)
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        let mut page = page_head(&r)?;
+        page.entries = entries(&r[4..])?;
+        Ok(page)
+    }
+}
