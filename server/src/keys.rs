@@ -16,6 +16,12 @@ pub fn seasons(board: &Id) -> String {
     format!("lb:{{{board}}}:seasons")
 }
 
+/// `lb:{<board>}:names`: player -> display name, written by `lua/submit.lua` when a submission
+/// carries a name (the admin console's player search walks it, `store/names.rs`).
+pub fn names(board: &Id) -> String {
+    format!("lb:{{{board}}}:names")
+}
+
 pub fn log(board: &Id) -> String {
     format!("lb:{{{board}}}:log")
 }

@@ -1,13 +1,101 @@
-//! The admin console (`/admin`, `web/admin.html`) and the one read it needs beyond the rest of
-//! the admin API: every queue with its counts.
+//! The admin console (`/admin`, `web/admin.html`) and the reads it needs beyond the rest of
+//! the admin API: every queue with its counts, and a board's players found by id or name.
 
 use actix_web::{get, web, HttpResponse};
-use serde::Serialize;
+use scorecast_shared::{Entry, Id};
+use serde::{Deserialize, Serialize};
 
 use super::extract::Reader;
-use crate::error::AppResult;
+use crate::error::{AppError, AppResult};
 use crate::queue::Counts;
 use crate::state::AppState;
+use crate::store::Read;
+
+/// Longest search text of [`find_players`] (characters).
+pub const MAX_SEARCH_CHARS: usize = 64;
+
+/// Matches after which [`find_players`] stops walking the names (a page may hold a few more).
+pub const SEARCH_MATCHES: usize = 20;
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct FindQuery {
+    /// 1–64 characters: a player id (found exactly, on a board of any size) and/or a part of
+    /// display names and ids (case-insensitive).
+    pub q: String,
+    /// `next_cursor` of the previous answer, to search further.
+    pub cursor: Option<String>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct FoundPlayers {
+    pub board: String,
+    /// The board's current season, whose rank and score each entry has.
+    pub season: String,
+    /// The player whose id is `q`, if any, then the players whose name or id contains `q`, by
+    /// rank. Players with no score in the current season are left out.
+    pub entries: Vec<Entry>,
+    /// Set when not every name was examined: pass it as `cursor` to search further.
+    pub next_cursor: Option<String>,
+}
+
+/// A board's players found by id or name. The id lookup is exact (`ZSCORE`/`ZREVRANK`); the
+/// name search walks the board's names with `HSCAN`, at most 5000 names per call (there is no
+/// index of names), and answers `next_cursor` where it stopped.
+#[utoipa::path(params(("board" = String, Path), FindQuery), responses((status = 200, body = FoundPlayers), (status = 400), (status = 404)), tag = "admin", security(("admin" = [])))]
+#[get("/admin/boards/{board}/players")]
+pub async fn find_players(
+    _: Reader,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    q: web::Query<FindQuery>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let text = q.q.trim();
+    let chars = text.chars().count();
+    if !(1..=MAX_SEARCH_CHARS).contains(&chars) {
+        return Err(AppError::bad_request(format!(
+            "q must be 1..={MAX_SEARCH_CHARS} characters, got {chars}"
+        )));
+    }
+    let cursor =
+        match q.cursor.as_deref() {
+            None | Some("") => 0,
+            Some(c) => c.parse::<u64>().ok().filter(|&c| c > 0).ok_or_else(|| {
+                AppError::bad_request(format!("cursor {c:?} is not a search cursor"))
+            })?,
+        };
+    // The board must exist even when nothing matches (the read below answers not_found too).
+    st.store.board(&board).await?;
+    let hits = st
+        .store
+        .find_names(&board, text, cursor, SEARCH_MATCHES)
+        .await?;
+    // The exact id first (only on the first call of a search), then the names found.
+    let mut ids: Vec<Id> = Vec::new();
+    if cursor == 0 {
+        if let Ok(id) = Id::parse(text) {
+            ids.push(id);
+        }
+    }
+    for p in hits.players {
+        if !ids.contains(&p) {
+            ids.push(p);
+        }
+    }
+    let found = st.store.read(&board, None, Read::Players(&ids)).await?;
+    let mut entries = found.entries;
+    if let Some(pos) = entries.iter().position(|e| e.player == text) {
+        let exact = entries.remove(pos);
+        entries.insert(0, exact);
+    }
+    Ok(HttpResponse::Ok().json(FoundPlayers {
+        board: board.into_string(),
+        season: found.season,
+        entries,
+        next_cursor: hits.next_cursor.map(|c| c.to_string()),
+    }))
+}
 
 /// The console page. Public like the other pages: it asks for the admin token and keeps it in
 /// `sessionStorage`; every call it makes carries the token.
@@ -50,5 +138,5 @@ pub async fn queues(_: Reader, st: web::Data<AppState>) -> AppResult<HttpRespons
 }
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(page).service(queues);
+    cfg.service(page).service(queues).service(find_players);
 }

@@ -6,6 +6,7 @@ mod audit;
 mod batch;
 mod log;
 mod moderation;
+mod names;
 mod revocation;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
+pub use names::{NameHits, SCAN_BUDGET};
 pub use revocation::Revoked;
 
 /// A run a player started on a verified board (`Store::start_run`).

@@ -1,0 +1,199 @@
+//! The admin console's player search (`GET /admin/boards/{board}/players?q=`): a player found by
+//! exact id wherever they rank, players found by a part of their display name, a bounded walk of
+//! the names that resumes by cursor, and bad searches refused with nothing changed.
+
+use reqwest::Method;
+use scorecast_tests::spawn_app;
+use scorecast_tests::ws::WsClient;
+use serde_json::{json, Value};
+
+/// The `player` of each entry, in order.
+fn players(body: &Value) -> Vec<String> {
+    body["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries in {body}"))
+        .iter()
+        .map(|e| e["player"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Submits `points` for `player` over the WebSocket with a token carrying `name`, so that the
+/// board records the display name the way games do.
+async fn named_score(
+    app: &scorecast_tests::TestApp,
+    board: &str,
+    player: &str,
+    name: &str,
+    points: i64,
+) {
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(
+        ws.hello(&app.token(player, Some(name))).await["type"],
+        "welcome"
+    );
+    assert_eq!(
+        ws.submit(&format!("s-{player}"), board, points).await["type"],
+        "ack"
+    );
+}
+
+/// A player ranked far below the top is found by exact id with rank and score; a part of a
+/// display name, in any case, finds every player named so (and not the others).
+#[tokio::test]
+async fn finds_a_player_by_id_anywhere_and_by_part_of_a_name() {
+    // Arrange: 60 players by admin score (no names), then three named players.
+    let app = spawn_app().await;
+    app.board("find", json!({})).await;
+    for i in 0..60 {
+        app.score("find", &format!("p{i:02}"), 1000 + i).await;
+    }
+    named_score(&app, "find", "zed-1", "Zoë Queen", 5).await;
+    named_score(&app, "find", "zed-2", "queenie", 7).await;
+    named_score(&app, "find", "ann", "Ann", 2000).await;
+
+    // Act
+    let by_id = app
+        .call(Method::GET, "/admin/boards/find/players?q=p03", None, true)
+        .await;
+    let by_name = app
+        .call(
+            Method::GET,
+            "/admin/boards/find/players?q=QUEEN",
+            None,
+            true,
+        )
+        .await;
+
+    // Assert: p03 (1003 points) is rank 58 of 63 (ann and 56 p's above it).
+    assert_eq!(by_id.status, 200, "{:?}", by_id.body);
+    assert_eq!(players(&by_id.body), ["p03"]);
+    assert_eq!(by_id.body["entries"][0]["rank"], 58);
+    assert_eq!(by_id.body["entries"][0]["score"], 1003);
+    assert_eq!(by_name.status, 200, "{:?}", by_name.body);
+    assert_eq!(players(&by_name.body), ["zed-2", "zed-1"], "by rank");
+    assert_eq!(by_name.body["entries"][1]["name"], "Zoë Queen");
+    assert_eq!(
+        by_name.body["next_cursor"],
+        Value::Null,
+        "a small board is walked at once"
+    );
+}
+
+/// On a board with more names than one call examines, a call stops with a cursor after a
+/// bounded number of HSCANs, and following the cursors finds every match exactly once.
+#[tokio::test]
+async fn a_name_search_is_bounded_and_resumes_by_cursor() {
+    // Arrange: 12,000 names on the board (written to the names hash as submissions write them),
+    // three of them scored players whose name contains "needle".
+    let app = spawn_app().await;
+    app.board("big", json!({})).await;
+    let mut c = app.redis_conn().await;
+    let mut pipe = redis::pipe();
+    for i in 0..12_000 {
+        pipe.hset(
+            "lb:{big}:names",
+            format!("filler-{i}"),
+            format!("Filler {i}"),
+        )
+        .ignore();
+    }
+    let _: () = pipe.query_async(&mut c).await.unwrap();
+    for p in ["n1", "n2", "n3"] {
+        named_score(&app, "big", p, &format!("The Needle {p}"), 10).await;
+    }
+    let scans_before = app.redis_command_calls("hscan").await;
+
+    // Act: the first call, then every further page.
+    let first = app
+        .call(
+            Method::GET,
+            "/admin/boards/big/players?q=needle",
+            None,
+            true,
+        )
+        .await;
+    let scans_first = app.redis_command_calls("hscan").await - scans_before;
+    let mut found = players(&first.body);
+    let mut cursor = first.body["next_cursor"].as_str().map(str::to_owned);
+    let mut calls = 1;
+    while let Some(c) = cursor {
+        calls += 1;
+        assert!(calls <= 20, "the cursor must end");
+        let next = app
+            .call(
+                Method::GET,
+                &format!("/admin/boards/big/players?q=needle&cursor={c}"),
+                None,
+                true,
+            )
+            .await;
+        assert_eq!(next.status, 200, "{:?}", next.body);
+        found.extend(players(&next.body));
+        cursor = next.body["next_cursor"].as_str().map(str::to_owned);
+    }
+
+    // Assert: 5000 names per call at 500 per HSCAN is at most 10 HSCANs (+1: the hint is loose).
+    assert_eq!(first.status, 200, "{:?}", first.body);
+    assert!(first.body["next_cursor"].is_string(), "{:?}", first.body);
+    assert!(scans_first <= 11, "one call ran {scans_first} HSCANs");
+    assert!(
+        calls >= 3,
+        "12,000 names take at least 3 calls, took {calls}"
+    );
+    found.sort();
+    assert_eq!(found, ["n1", "n2", "n3"]);
+}
+
+/// Empty, too long and bad-cursor searches are `bad_request`, an unknown board
+/// `unknown_board`, no token `unauthorized`; none of them changes Redis.
+#[tokio::test]
+async fn bad_searches_are_refused_and_change_nothing() {
+    let app = spawn_app().await;
+    app.board("find", json!({})).await;
+    app.score("find", "ann", 3).await;
+    let before = app.dump().await;
+    let long = "x".repeat(65);
+    for (path, admin, status, code) in [
+        ("/admin/boards/find/players?q=", true, 400, "bad_request"),
+        (
+            "/admin/boards/find/players?q=%20%20",
+            true,
+            400,
+            "bad_request",
+        ),
+        (
+            &format!("/admin/boards/find/players?q={long}")[..],
+            true,
+            400,
+            "bad_request",
+        ),
+        (
+            "/admin/boards/find/players?q=ann&cursor=abc",
+            true,
+            400,
+            "bad_request",
+        ),
+        ("/admin/boards/find/players", true, 400, "bad_request"),
+        (
+            "/admin/boards/nope/players?q=ann",
+            true,
+            404,
+            "unknown_board",
+        ),
+        (
+            "/admin/boards/find/players?q=ann",
+            false,
+            401,
+            "unauthorized",
+        ),
+    ] {
+        let r = app.call(Method::GET, path, None, admin).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (status, code),
+            "{path}: {:?}",
+            r.body
+        );
+    }
+    assert_eq!(app.dump().await, before, "a refused search changed Redis");
+}
