@@ -148,6 +148,10 @@ pub fn limiter(policy: &str, subject: &str) -> String {
 pub const REVOKED: &str = "sc:{revoked}";
 pub const REVOKED_SEQ: &str = "sc:{revoked}:seq";
 
+/// `sc:{stats}`: instance id -> its live counters, stamped (`lua/stats.lua`): the admin
+/// console's charts, summed over every instance.
+pub const STATS: &str = "sc:{stats}";
+
 /// `sc:queues`: names of the queues that have had a job (an index for the promoter and reaper).
 pub const QUEUES: &str = "sc:queues";
 

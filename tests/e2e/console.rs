@@ -197,3 +197,92 @@ async fn bad_searches_are_refused_and_change_nothing() {
     }
     assert_eq!(app.dump().await, before, "a refused search changed Redis");
 }
+
+/// The instances `GET /admin/stats` lists, by id.
+async fn stats_instances(app: &scorecast_tests::TestApp) -> Vec<Value> {
+    let r = app.call(Method::GET, "/admin/stats", None, true).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    r.body["instances"].as_array().unwrap().clone()
+}
+
+/// Polls `check` every 50 ms for up to 15 s (each instance writes every second; a loaded machine
+/// gets a wide margin).
+async fn within_15s<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !check().await {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Two instances on one Redis each write their counters; either one's `/admin/stats` lists
+/// both (submissions by outcome, open sockets), so the console can chart the sum wherever it
+/// connects. A snapshot older than 5 s is left out, and one older than a minute is deleted by
+/// the next write.
+#[tokio::test]
+async fn stats_list_every_running_instance() {
+    // Arrange: a second instance, a score and an open socket; two stamped-by-hand snapshots of
+    // instances that stopped 10 s and 2 min ago.
+    let app = spawn_app().await;
+    let second = app.second_instance().await;
+    app.board("live", json!({})).await;
+    app.score("live", "ann", 5).await;
+    let mut ws = WsClient::connect(&second.ws_url()).await;
+    assert_eq!(ws.hello(&app.token("ben", None)).await["type"], "welcome");
+    let mut c = app.redis_conn().await;
+    let now: Vec<i64> = redis::cmd("TIME").query_async(&mut c).await.unwrap();
+    let now_ms = now[0] * 1000 + now[1] / 1000;
+    let snapshot = r#"{"submissions":{"ok":1},"ws_connections":0}"#;
+    let _: () = redis::cmd("HSET")
+        .arg("sc:{stats}")
+        .arg("stopped-10s")
+        .arg(format!("{} {snapshot}", now_ms - 10_000))
+        .arg("stopped-2min")
+        .arg(format!("{} {snapshot}", now_ms - 120_000))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+
+    // Act + Assert: two fresh instances with the score and the socket counted, read through
+    // the second instance's door as well.
+    within_15s(
+        "both instances in /admin/stats with the score and the socket",
+        || async {
+            let list = stats_instances(&app).await;
+            list.len() == 2
+                && list
+                    .iter()
+                    .all(|i| i["submissions"]["ok"].as_u64() >= Some(1))
+                && list.iter().all(|i| i["ws_connections"].as_i64() >= Some(1))
+        },
+    )
+    .await;
+    let via_second = scorecast_tests::Api::new(second.port, std::time::Duration::from_secs(10))
+        .call(Method::GET, "/admin/stats", None, true)
+        .await;
+    assert_eq!(via_second.body["instances"].as_array().unwrap().len(), 2);
+    let ids: Vec<&str> = via_second.body["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["instance"].as_str().unwrap())
+        .collect();
+    assert!(
+        !ids.contains(&"stopped-10s"),
+        "a 10 s old snapshot is not fresh: {ids:?}"
+    );
+    within_15s("the 2 min old snapshot deleted by a write", || async {
+        let mut c = app.redis_conn().await;
+        let fields: Vec<String> = redis::cmd("HKEYS")
+            .arg("sc:{stats}")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        !fields.iter().any(|f| f == "stopped-2min") && fields.iter().any(|f| f == "stopped-10s")
+    })
+    .await;
+}

@@ -1,5 +1,6 @@
 //! The admin console (`/admin`, `web/admin.html`) and the reads it needs beyond the rest of
-//! the admin API: every queue with its counts, and a board's players found by id or name.
+//! the admin API: every queue with its counts, a board's players found by id or name, and the
+//! live counters of every instance.
 
 use actix_web::{get, web, HttpResponse};
 use scorecast_shared::{Entry, Id};
@@ -9,7 +10,7 @@ use super::extract::Reader;
 use crate::error::{AppError, AppResult};
 use crate::queue::Counts;
 use crate::state::AppState;
-use crate::store::Read;
+use crate::store::{InstanceCounters, Read};
 
 /// Longest search text of [`find_players`] (characters).
 pub const MAX_SEARCH_CHARS: usize = 64;
@@ -137,6 +138,27 @@ pub async fn queues(_: Reader, st: web::Data<AppState>) -> AppResult<HttpRespons
     Ok(HttpResponse::Ok().json(QueueList { queues: out }))
 }
 
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Stats {
+    /// Redis's clock at the read (ms since the epoch).
+    pub now_ms: i64,
+    /// Every instance that wrote its counters in the last 5 s (each writes every second), by id.
+    pub instances: Vec<InstanceCounters>,
+}
+
+/// Every running instance's live counters (submissions by outcome since it started, open
+/// WebSocket sessions), as each wrote them to Redis in the last 5 s: the console charts their
+/// sum, whichever instance it talks to.
+#[utoipa::path(responses((status = 200, body = Stats)), tag = "admin", security(("admin" = [])))]
+#[get("/admin/stats")]
+pub async fn stats(_: Reader, st: web::Data<AppState>) -> AppResult<HttpResponse> {
+    let (now_ms, instances) = st.store.stats().await?;
+    Ok(HttpResponse::Ok().json(Stats { now_ms, instances }))
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(page).service(queues).service(find_players);
+    cfg.service(page)
+        .service(queues)
+        .service(find_players)
+        .service(stats);
 }

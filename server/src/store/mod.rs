@@ -8,6 +8,7 @@ mod log;
 mod moderation;
 mod names;
 mod revocation;
+mod stats;
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
 pub use names::{NameHits, SCAN_BUDGET};
 pub use revocation::Revoked;
+pub use stats::{Counters, InstanceCounters, FRESH_MS};
 
 /// A run a player started on a verified board (`Store::start_run`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
