@@ -38,7 +38,8 @@ async fn named_score(
 }
 
 /// A player ranked far below the top is found by exact id with rank and score; a part of a
-/// display name, in any case, finds every player named so (and not the others).
+/// display name, in any case, finds every player named so (and not the others), and a named
+/// player whose score a ban holds is still found, as unscored.
 #[tokio::test]
 async fn finds_a_player_by_id_anywhere_and_by_part_of_a_name() {
     // Arrange: 60 players by admin score (no names), then three named players.

@@ -280,7 +280,7 @@ async function removeScore(btn, board, player) {
   try {
     await api("DELETE", `/admin/boards/${board}/players/${player}`);
     say(msg, `Removed ${player}'s score from ${board}.`);
-    await refreshAudit();
+    await Promise.all([refreshAudit(), refreshFind()]);
   } catch (e) {
     fail(msg, "remove")(e);
   }
@@ -292,7 +292,7 @@ async function ban(btn, board, player) {
   try {
     await api("PUT", `/admin/bans/${player}`, { board, ...(reason ? { reason } : {}) });
     say(msg, `Banned ${player} from ${board}.`);
-    await refreshBans();
+    await Promise.all([refreshBans(), refreshFind()]);
     if (history?.player === player) showHistory(board, player);
   } catch (e) {
     fail(msg, "ban")(e);
@@ -327,8 +327,19 @@ $("find-form").addEventListener("submit", (ev) => {
 
 $("find-more").addEventListener("click", () => find?.cursor && runFind());
 
+/**
+ * Runs the search again from the start, quietly (after an action on a found player: a removed
+ * score leaves the list, a ban shows).
+ */
+function refreshFind() {
+  if (!find) return;
+  find.cursor = null;
+  $("find-rows").replaceChildren();
+  return runFind({ quiet: true });
+}
+
 /** One call of the search (`GET /admin/boards/{board}/players?q=`), rows appended. */
-async function runFind() {
+async function runFind({ quiet = false } = {}) {
   const { board, q, cursor } = find;
   const msg = $("find-msg");
   try {
@@ -336,12 +347,19 @@ async function runFind() {
     const r = await api("GET", `/admin/boards/${board}/players?${qs}`);
     if (find?.board !== board || find.q !== q) return;
     const have = new Set([...$("find-rows").querySelectorAll("tr[data-player]")].map((tr) => tr.dataset.player));
-    const fresh = r.entries.filter((e) => !have.has(e.player));
-    $("find-rows").append(...fresh.map((e) => foundRow(board, e)));
+    // Scored players by rank; then those found by name without a score this season, and the
+    // id asked for when it has none but a ban holds it.
+    const unscored = [...r.unscored];
+    if (!cursor && !r.entries.some((e) => e.player === q) && !unscored.some((u) => u.player === q) && isValidId(q)) {
+      if (banList.some((b) => b.player === q && (b.board === board || !b.board))) unscored.unshift({ player: q, name: null });
+    }
+    const rows = [...r.entries.map((e) => foundRow(board, e)), ...unscored.map((u) => foundRow(board, { ...u, rank: null, score: null }))];
+    $("find-rows").append(...rows.filter((tr) => !have.has(tr.dataset.player)));
     $("find-table").hidden = $("find-rows").children.length === 0;
     find.cursor = r.next_cursor;
     $("find-more").hidden = !r.next_cursor;
     const n = $("find-rows").children.length;
+    if (quiet) return;
     say(
       msg,
       n === 0
@@ -361,9 +379,12 @@ function bansText(board, player) {
   return held.length ? held.map((b) => `banned ${b.board ? "" : "everywhere "}${untilText(b)}`).join("; ") : "—";
 }
 
+/** A found player's row; `rank` and `score` null for a player with no score this season. */
 function foundRow(board, e) {
-  const tr = row([`#${e.rank}`, e.name ? `${e.name} (${e.player})` : e.player, formatThousands(e.score), bansText(board, e.player)]);
+  const scored = e.rank !== null;
+  const tr = row([scored ? `#${e.rank}` : "—", e.name ? `${e.name} (${e.player})` : e.player, scored ? formatThousands(e.score) : "no score", bansText(board, e.player)]);
   tr.dataset.player = e.player;
+  if (!scored) tr.dataset.unscored = "1";
   tr.children[2].className = "num";
   tr.append(playerActions(board, e.player));
   return tr;

@@ -36,8 +36,17 @@ pub struct FoundPlayers {
     /// The player whose id is `q`, if any, then the players whose name or id contains `q`, by
     /// rank. Players with no score in the current season are left out.
     pub entries: Vec<Entry>,
+    /// Players whose name matched but who have no score in the current season (held by a ban,
+    /// removed, or only in past seasons), with that name.
+    pub unscored: Vec<NamedPlayer>,
     /// Set when not every name was examined: pass it as `cursor` to search further.
     pub next_cursor: Option<String>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct NamedPlayer {
+    pub player: String,
+    pub name: String,
 }
 
 /// A board's players found by id or name. The id lookup is exact (`ZSCORE`/`ZREVRANK`); the
@@ -79,9 +88,9 @@ pub async fn find_players(
             ids.push(id);
         }
     }
-    for p in hits.players {
-        if !ids.contains(&p) {
-            ids.push(p);
+    for (p, _) in &hits.players {
+        if !ids.contains(p) {
+            ids.push(p.clone());
         }
     }
     let found = st.store.read(&board, None, Read::Players(&ids)).await?;
@@ -90,10 +99,20 @@ pub async fn find_players(
         let exact = entries.remove(pos);
         entries.insert(0, exact);
     }
+    let unscored = hits
+        .players
+        .into_iter()
+        .filter(|(p, _)| !entries.iter().any(|e| e.player == p.as_str()))
+        .map(|(p, name)| NamedPlayer {
+            player: p.into_string(),
+            name,
+        })
+        .collect();
     Ok(HttpResponse::Ok().json(FoundPlayers {
         board: board.into_string(),
         season: found.season,
         entries,
+        unscored,
         next_cursor: hits.next_cursor.map(|c| c.to_string()),
     }))
 }

@@ -20,8 +20,8 @@ const SCAN_COUNT: usize = 500;
 /// What one search call found.
 #[derive(Debug, PartialEq, Eq)]
 pub struct NameHits {
-    /// Players whose display name or id contains the text (case-insensitively).
-    pub players: Vec<Id>,
+    /// Players whose display name or id contains the text (case-insensitively), with that name.
+    pub players: Vec<(Id, String)>,
     /// Where the next call goes on; `None` once the whole hash was walked.
     pub next_cursor: Option<u64>,
 }
@@ -64,8 +64,8 @@ impl Store {
                 seen += 1;
                 if contains_ci(&name, &needle) || contains_ci(&player, &needle) {
                     if let Ok(id) = Id::parse(&player) {
-                        if !players.contains(&id) {
-                            players.push(id);
+                        if !players.iter().any(|(p, _)| *p == id) {
+                            players.push((id, name));
                         }
                     }
                 }
