@@ -171,6 +171,11 @@ describe("admin console", { timeout: 240_000 }, () => {
       await page.click(banButton);
       await saidInView(page, "#top-msg", /Click again to ban cheater/);
       assert.deepEqual((await admin(base, "GET", "/admin/bans")).bans.map((b) => b.player), ["legacy"], "one click bans nobody");
+      // The live top moves between the two clicks (its rows are drawn anew): the button stays
+      // armed, so the operator of a busy board can still confirm.
+      await addScore(base, BOARD, "honest", 150);
+      await page.waitForFunction(() => /150/.test(document.querySelector('#top-rows tr[data-player="honest"]')?.textContent));
+      assert.match(await page.textContent(banButton), /Confirm ban/);
       await page.click(banButton);
       await page.waitForFunction(() => !document.querySelector('#top-rows tr[data-player="cheater"]'));
       await saidInView(page, "#top-msg", /Banned cheater/);

@@ -192,26 +192,37 @@ $("board-form").addEventListener("submit", async (ev) => {
 });
 
 const ARMED_MS = 8000;
+// Armed buttons by key (board/player/action), until when: a live row re-rendered between the two
+// clicks (the top moves all the time on a live game) comes back armed.
+const armedKeys = new Map();
 
 /**
  * A destructive button asks for a second click: the first arms it ("Confirm …", in red) and
  * says `question` in its panel; a second click within 8 s runs `run`, otherwise it disarms.
  */
 function armed(btn, question, run) {
-  if (btn.classList.contains("armed")) {
+  const key = btn.dataset.key;
+  if (btn.classList.contains("armed") || (key && (armedKeys.get(key) ?? 0) > Date.now())) {
     clearTimeout(btn.disarm);
-    btn.classList.remove("armed");
-    btn.textContent = btn.dataset.label;
+    if (key) armedKeys.delete(key);
+    disarm(btn);
     run();
     return;
   }
+  if (key) armedKeys.set(key, Date.now() + ARMED_MS);
+  arm(btn, ARMED_MS);
+  say(btn, question, "confirm");
+}
+
+function arm(btn, ms) {
   btn.classList.add("armed");
   btn.textContent = `Confirm ${btn.dataset.label.toLowerCase()}`;
-  say(btn, question, "confirm");
-  btn.disarm = setTimeout(() => {
-    btn.classList.remove("armed");
-    btn.textContent = btn.dataset.label;
-  }, ARMED_MS);
+  btn.disarm = setTimeout(() => disarm(btn), ms);
+}
+
+function disarm(btn) {
+  btn.classList.remove("armed");
+  btn.textContent = btn.dataset.label;
 }
 
 async function deleteBoard(btn, id) {
@@ -248,12 +259,13 @@ function watch(board) {
 }
 
 /** The actions on one player of `board`, for the live top and the search results. */
-function playerActions(board, player) {
+function playerActions(board, player, where) {
+  const key = (action) => `${where}/${board}/${player}/${action}`;
   return actions([
     ["History", "history", () => showHistory(board, player)],
-    ["Remove score", "remove", (btn) => armed(btn, `Click again to remove ${player}'s score from ${board}.`, () => removeScore(btn, board, player)), "danger"],
-    ["Ban", "ban", (btn) => armed(btn, `Click again to ban ${player} from ${board}.`, () => ban(btn, board, player)), "danger"],
-    ["Revoke tokens", "revoke", (btn) => armed(btn, `Click again to revoke every token ${player} holds now (on every instance).`, () => revoke(btn, player)), "danger"],
+    ["Remove score", "remove", (btn) => armed(btn, `Click again to remove ${player}'s score from ${board}.`, () => removeScore(btn, board, player)), "danger", key("remove")],
+    ["Ban", "ban", (btn) => armed(btn, `Click again to ban ${player} from ${board}.`, () => ban(btn, board, player)), "danger", key("ban")],
+    ["Revoke tokens", "revoke", (btn) => armed(btn, `Click again to revoke every token ${player} holds now (on every instance).`, () => revoke(btn, player)), "danger", key("revoke")],
   ]);
 }
 
@@ -265,7 +277,7 @@ function renderTop(board, m) {
       const tr = row([`#${e.rank}`, e.name ? `${e.name} (${e.player})` : e.player, formatThousands(e.score)]);
       tr.dataset.player = e.player;
       tr.children[2].className = "num";
-      tr.append(playerActions(board, e.player));
+      tr.append(playerActions(board, e.player, "top"));
       return tr;
     }),
   );
@@ -386,7 +398,7 @@ function foundRow(board, e) {
   tr.dataset.player = e.player;
   if (!scored) tr.dataset.unscored = "1";
   tr.children[2].className = "num";
-  tr.append(playerActions(board, e.player));
+  tr.append(playerActions(board, e.player, "find"));
   return tr;
 }
 
@@ -784,13 +796,18 @@ function fill(tbody, rows, empty, cols) {
 function actions(list) {
   const td = document.createElement("td");
   td.className = "actions";
-  for (const [label, action, run, cls] of list) {
+  for (const [label, action, run, cls, key] of list) {
     const b = document.createElement("button");
     b.type = "button";
     b.textContent = label;
     b.dataset.label = label;
     b.dataset.action = action;
     if (cls) b.className = cls;
+    if (key) {
+      b.dataset.key = key;
+      const left = (armedKeys.get(key) ?? 0) - Date.now();
+      if (left > 0) arm(b, left);
+    }
     b.addEventListener("click", () => run(b));
     td.append(b);
   }
