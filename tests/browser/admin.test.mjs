@@ -163,6 +163,13 @@ describe("admin console", { timeout: 240_000 }, () => {
       const legacyJson = JSON.stringify(legacy, (_, v) => (typeof v === "bigint" ? `#${v}#` : v)).replace(/"#(\d+)#"/, "$1");
       assert.equal(await redisCommand(env.stack.redis.port, "HSET", `lb:{${BOARD}}:bans`, "legacy", legacyJson), 1);
 
+      // A ban with an end (placed by a tool) shows it, in UTC, within the 5 s refresh.
+      const until = Date.now() + 86_400_000;
+      await admin(base, "PUT", "/admin/bans/timed", { board: BOARD, until_ms: until });
+      const untilText = `${new Date(until).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+      await page.waitForSelector('#ban-rows tr[data-player="timed"]', { timeout: 15_000 });
+      assert.equal(await page.$eval('#ban-rows tr[data-player="timed"]', (tr) => tr.children[3].textContent), untilText);
+
       // Ban from the row: the first click only arms the button and asks, in view; the second
       // bans. The row disappears, the ban is listed "until lifted", and the player's next
       // submission is refused.
@@ -170,7 +177,7 @@ describe("admin console", { timeout: 240_000 }, () => {
       const banButton = '#top-rows tr[data-player="cheater"] button[data-action="ban"]';
       await page.click(banButton);
       await saidInView(page, "#top-msg", /Click again to ban cheater/);
-      assert.deepEqual((await admin(base, "GET", "/admin/bans")).bans.map((b) => b.player), ["legacy"], "one click bans nobody");
+      assert.deepEqual((await admin(base, "GET", "/admin/bans")).bans.map((b) => b.player).sort(), ["legacy", "timed"], "one click bans nobody");
       // The live top moves between the two clicks (its rows are drawn anew): the button stays
       // armed, so the operator of a busy board can still confirm.
       await addScore(base, BOARD, "honest", 150);
@@ -197,7 +204,7 @@ describe("admin console", { timeout: 240_000 }, () => {
       await page.waitForSelector('#history-rows tr[data-action="submit"]');
       assert.match(await page.textContent('#history-rows tr[data-action="submit"]'), /UTC.*by admin/);
       const { bans } = await admin(base, "GET", "/admin/bans");
-      assert.deepEqual(bans.map((b) => [b.player, b.reason]), [["cheater", "impossible score"], ["legacy", "old"]]);
+      assert.deepEqual(bans.map((b) => [b.player, b.reason]), [["cheater", "impossible score"], ["legacy", "old"], ["timed", null]]);
 
       // A dead letter: a job with one attempt, claimed and failed; retried from the console.
       await admin(base, "POST", "/admin/queues/mail/jobs", { id: "welcome-1", kind: "email", payload: {}, max_attempts: 1 });

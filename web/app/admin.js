@@ -703,7 +703,11 @@ async function poll() {
     console.warn("scorecast admin: /admin/stats", e);
   }
   if (token) refreshQueues().catch(() => {});
+  // Bans and admin actions made elsewhere (another operator, a tool) show within 5 s.
+  if (token && ++polls % 5 === 0) Promise.all([refreshBans(), refreshAudit()]).catch(() => {});
 }
+
+let polls = 0;
 
 /** "HH:MM:SS" of a time in UTC. */
 const clockText = (ms) => new Date(ms).toISOString().slice(11, 19);
