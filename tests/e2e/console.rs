@@ -287,3 +287,39 @@ async fn stats_list_every_running_instance() {
     })
     .await;
 }
+
+/// On a 3-master Redis Cluster, through two instances: the player search (its HSCAN routed to
+/// the board's master) finds a named player by name and another by id, and `/admin/stats` lists
+/// both instances (`sc:{stats}` is one key, one slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_and_stats_work_on_a_cluster() {
+    use scorecast_tests::cluster::{Cluster, ClusterApp};
+    let cluster = Cluster::start(3, 0).await;
+    let a = ClusterApp::start(&cluster, |_| {}).await;
+    let b = ClusterApp::start(&cluster, |_| {}).await;
+    a.board("cl", json!({})).await;
+    a.score("cl", "plain", 4).await;
+    let mut ws = WsClient::connect(&b.ws_url()).await;
+    assert_eq!(
+        ws.hello(&b.token("nam", Some("Named One"))).await["type"],
+        "welcome"
+    );
+    assert_eq!(ws.submit("c-1", "cl", 9).await["type"], "ack");
+
+    let by_name = a
+        .call(Method::GET, "/admin/boards/cl/players?q=named", None, true)
+        .await;
+    let by_id = b
+        .call(Method::GET, "/admin/boards/cl/players?q=plain", None, true)
+        .await;
+
+    assert_eq!(by_name.status, 200, "{:?}", by_name.body);
+    assert_eq!(players(&by_name.body), ["nam"]);
+    assert_eq!(players(&by_id.body), ["plain"]);
+    assert_eq!(by_id.body["entries"][0]["rank"], 2);
+    within_15s("both instances in /admin/stats on the cluster", || async {
+        let r = b.call(Method::GET, "/admin/stats", None, true).await;
+        r.status == 200 && r.body["instances"].as_array().map(Vec::len) == Some(2)
+    })
+    .await;
+}
