@@ -309,6 +309,14 @@ describe("admin console", { timeout: 240_000 }, () => {
         assert.deepEqual([after.type, after.code], ["error", "unauthorized"]);
         const audit = await admin(base, "GET", "/admin/audit?limit=5");
         assert.ok(audit.entries.some((e) => e.action === "tokens_revoke" && e.player === "zed-2"));
+        // The charts at this size: both server processes reporting, the time axis in UTC, every
+        // chart inside the screen.
+        await page.waitForFunction(() => document.getElementById("chart-instances").dataset.count === "2", null, { timeout: 20_000 });
+        assert.match((await page.$eval("#chart-subs", (c) => c.dataset.to)) ?? "", /^\d\d:\d\d:\d\d$/);
+        for (const id of ["chart-subs", "chart-rejections", "chart-sockets"]) {
+          const right = await page.$eval(`#${id}`, (c) => c.getBoundingClientRect().right);
+          assert.ok(right <= viewport.width, `#${id} ends at ${right} px`);
+        }
         // The page as an operator uses it: the live top, a search, a ban, a revocation.
         assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
         await docScreenshot(page, shot);
