@@ -22,7 +22,7 @@ pub const SEARCH_MATCHES: usize = 20;
 #[serde(deny_unknown_fields)]
 pub struct FindQuery {
     /// 1–64 characters: a player id (found exactly, on a board of any size) and/or a part of
-    /// display names and ids (case-insensitive).
+    /// the display names and ids of players with a name (case-insensitive).
     pub q: String,
     /// `next_cursor` of the previous answer, to search further.
     pub cursor: Option<String>,
