@@ -40,25 +40,28 @@ async function signedIn(env, viewport) {
   return page;
 }
 
-/** Whether the element is wholly inside the viewport (the operator sees it without scrolling). */
-const inView = (page, selector) =>
-  page.$eval(selector, (el) => {
-    const r = el.getBoundingClientRect();
-    // (1 px of slack: layout positions are fractional.)
-    return !el.hidden && r.height > 0 && r.top >= -1 && r.bottom <= window.innerHeight + 1 && r.left >= -1 && r.right <= window.innerWidth + 1;
-  });
-
-/** Waits for the message line `selector` to match `re`, then checks it is in view. */
+/**
+ * Waits for the message line `selector` to match `re` while wholly inside the viewport (1 px of
+ * slack: layout positions are fractional): the operator reads it where they acted, without
+ * scrolling (nothing in the test scrolls the page; the page scrolls a message into view itself).
+ * A live update may move the layout for a moment, hence a wait rather than one look.
+ */
 async function saidInView(page, selector, re) {
-  await page.waitForFunction(
-    ([sel, src]) => {
-      const el = document.querySelector(sel);
-      return el && !el.hidden && new RegExp(src).test(el.textContent);
-    },
-    [selector, re.source],
-  );
-  const where = await page.$eval(selector, (el) => JSON.stringify({ ...el.getBoundingClientRect().toJSON(), vh: window.innerHeight, vw: window.innerWidth, y: window.scrollY }));
-  assert.ok(await inView(page, selector), `${selector} is in view: ${await page.textContent(selector)} ${where}`);
+  try {
+    await page.waitForFunction(
+      ([sel, src]) => {
+        const el = document.querySelector(sel);
+        if (!el || el.hidden || !new RegExp(src).test(el.textContent)) return false;
+        const r = el.getBoundingClientRect();
+        return r.height > 0 && r.top >= -1 && r.bottom <= window.innerHeight + 1 && r.left >= -1 && r.right <= window.innerWidth + 1;
+      },
+      [selector, re.source],
+      { timeout: 10_000 },
+    );
+  } catch (e) {
+    const where = await page.$eval(selector, (el) => JSON.stringify({ text: el.textContent, hidden: el.hidden, rect: el.getBoundingClientRect(), vh: window.innerHeight, vw: window.innerWidth }));
+    throw new Error(`${selector} did not say ${re} in view: ${where}`);
+  }
 }
 
 /** The page's horizontal overflow: document width beyond the viewport's. */
