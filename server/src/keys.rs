@@ -16,6 +16,12 @@ pub fn seasons(board: &Id) -> String {
     format!("lb:{{{board}}}:seasons")
 }
 
+/// `lb:{<board>}:names`: player -> display name, written by `lua/submit.lua` when a submission
+/// carries a name (the admin console's player search walks it, `store/names.rs`).
+pub fn names(board: &Id) -> String {
+    format!("lb:{{{board}}}:names")
+}
+
 pub fn log(board: &Id) -> String {
     format!("lb:{{{board}}}:log")
 }
@@ -148,6 +154,10 @@ pub fn limiter(policy: &str, subject: &str) -> String {
 /// bumped on each revocation. One hash tag, so one cluster slot for `lua/revoke.lua`.
 pub const REVOKED: &str = "sc:{revoked}";
 pub const REVOKED_SEQ: &str = "sc:{revoked}:seq";
+
+/// `sc:{stats}`: instance id -> its live counters, stamped (`lua/stats.lua`): the admin
+/// console's charts, summed over every instance.
+pub const STATS: &str = "sc:{stats}";
 
 /// `sc:queues`: names of the queues that have had a job (an index for the promoter and reaper).
 pub const QUEUES: &str = "sc:queues";

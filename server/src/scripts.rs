@@ -90,6 +90,8 @@ pub static BOARD_DELETE: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/board_delete.lua")));
 pub static REVOKE: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/revoke.lua")));
+pub static STATS: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/stats.lua")));
 pub static REVOKED_READ: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/revoked_read.lua")));
 

@@ -114,6 +114,8 @@ impl Application {
             store.clone(),
             Duration::from_millis(settings.auth.revocation_poll_ms),
         );
+        // This instance's counters for the console's charts over every instance.
+        store.spawn_stats_writer(uuid::Uuid::new_v4().simple().to_string());
         let sandbox = crate::validators::Sandbox::new(settings.validators.limits())
             .context("starting the validator sandbox")?;
         let state = AppState {

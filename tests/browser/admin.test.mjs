@@ -1,51 +1,120 @@
-// The admin console (`/admin`) in headless Chromium: sign in (the token stays in sessionStorage),
-// create a board from the form, watch a score arrive live, ban the player from their row (the
-// row disappears and their next submission is refused), read their history, retry a dead
-// letter, and see the live charts fed by /metrics.
+// The admin console (`/admin`) in headless Chromium, at desktop (1280×800) and phone (390×844)
+// sizes: sign in (the token stays in sessionStorage), empty states, create a board from the
+// form, watch a score arrive live, ban the player from their row (the row disappears and their
+// next submission is refused), read their history, retry a dead letter, live charts summed over
+// two server processes; find a player ranked far below the top by id and others by name, revoke
+// a player's tokens, remove a score, roll a season over and read the past season's standings,
+// delete a board — every destructive action only on its second click, every outcome said in
+// view in the panel where it was asked for, every date marked UTC, no horizontal scroll on the
+// phone. The run rewrites docs/admin-console.png (desktop) and docs/admin-console-phone.png.
 
 import assert from "node:assert/strict";
-import net from "node:net";
-import { describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 
 import {
   ADMIN_TOKEN,
   addScore,
   admin,
+  docScreenshot,
   newPage,
-  screenshot,
+  playerScore,
+  redisCommand,
+  startServer,
   useStackAndBrowser,
   waitConnState,
   withDiagnostics,
 } from "./harness.mjs";
 
-const BOARD = "console-b";
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
 
-/** Sends one command to the redis-server on `port` (RESP) and resolves with its raw reply. */
-function redisCommand(port, ...args) {
-  return new Promise((resolve, reject) => {
-    const sock = net.connect(port, "127.0.0.1");
-    const req = `*${args.length}\r\n` + args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("");
-    sock.setTimeout(5000, () => reject(new Error("redis timeout")));
-    sock.on("error", reject);
-    sock.on("connect", () => sock.write(req));
-    sock.once("data", (d) => {
-      sock.destroy();
-      resolve(d.toString());
-    });
-  });
+/** Opens /admin in a fresh context of `viewport` and signs in. */
+async function signedIn(env, viewport) {
+  const page = await newPage(env.browser, { viewport });
+  const res = await page.goto(`${env.stack.base}/admin`);
+  assert.equal(res.status(), 200);
+  await page.fill("#token", ADMIN_TOKEN);
+  await page.click("#login-form button[type=submit]");
+  await page.waitForSelector("#console:not([hidden])");
+  await waitConnState(page, "open");
+  return page;
 }
 
-describe("admin console", { timeout: 120_000 }, () => {
+/**
+ * Waits for the message line `selector` to match `re` while wholly inside the viewport (1 px of
+ * slack: layout positions are fractional): the operator reads it where they acted, without
+ * scrolling (nothing in the test scrolls the page; the page scrolls a message into view itself).
+ * A live update may move the layout for a moment, hence a wait rather than one look.
+ */
+async function saidInView(page, selector, re) {
+  try {
+    await page.waitForFunction(
+      ([sel, src]) => {
+        const el = document.querySelector(sel);
+        if (!el || el.hidden || !new RegExp(src).test(el.textContent)) return false;
+        const r = el.getBoundingClientRect();
+        return r.height > 0 && r.top >= -1 && r.bottom <= window.innerHeight + 1 && r.left >= -1 && r.right <= window.innerWidth + 1;
+      },
+      [selector, re.source],
+      { timeout: 10_000 },
+    );
+  } catch (e) {
+    const where = await page.$eval(selector, (el) => JSON.stringify({ text: el.textContent, hidden: el.hidden, rect: el.getBoundingClientRect(), vh: window.innerHeight, vw: window.innerWidth }));
+    throw new Error(`${selector} did not say ${re} in view: ${where}`);
+  }
+}
+
+/** The page's horizontal overflow: document width beyond the viewport's. */
+const overflow = (page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+
+/**
+ * A named player's submission over the page's own WebSocket (a token from /admin/tokens with
+ * `name`): games record display names this way. Resolves the answer (`ack` or `rejected`), or
+ * the `error` of `hello`.
+ */
+async function namedSubmit(page, base, board, player, name, points) {
+  const { token } = await admin(base, "POST", "/admin/tokens", { player, name });
+  return wsHelloSubmit(page, token, board, points);
+}
+
+function wsHelloSubmit(page, token, board, points) {
+  return page.evaluate(
+    ([token, board, points]) =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(`${location.origin.replace("http", "ws")}/ws`);
+        let said = 0;
+        setTimeout(() => reject(new Error("no answer in 10 s")), 10_000);
+        ws.onmessage = (ev) => {
+          const m = JSON.parse(ev.data);
+          if (m.type === "welcome" && said === 0) {
+            said = 1;
+            ws.send(JSON.stringify({ type: "hello", token }));
+          } else if (m.type === "welcome" && said === 1) {
+            said = 2;
+            ws.send(JSON.stringify({ type: "submit", id: `s-${Math.random().toString(36).slice(2)}`, board, points }));
+          } else if (m.type === "error" || m.type === "ack" || m.type === "rejected") {
+            ws.close();
+            resolve(m);
+          }
+        };
+      }),
+    [token, board, points],
+  );
+}
+
+describe("admin console", { timeout: 240_000 }, () => {
   const env = useStackAndBrowser();
-  let page;
-  const diag = () => ({ stack: env.stack, pages: [page] });
+  const pages = [];
+  let second = null;
+  const diag = () => ({ stack: env.stack, pages });
 
-  const topPlayers = () => page.$$eval("#top-rows tr[data-player]", (trs) => trs.map((tr) => tr.dataset.player));
-
-  test("sign in, create a board, watch a score, ban the player, retry a dead letter", () =>
+  test("desktop: sign in, empty states, a board, a live score, a ban, history, a dead letter, charts over two instances", () =>
     withDiagnostics(diag, async () => {
       const base = env.stack.base;
-      page = await newPage(env.browser, { viewport: { width: 1280, height: 900 } });
+      const BOARD = "console-b";
+      const page = await newPage(env.browser, { viewport: DESKTOP });
+      pages.push(page);
+      const topPlayers = () => page.$$eval("#top-rows tr[data-player]", (trs) => trs.map((tr) => tr.dataset.player));
       const res = await page.goto(`${base}/admin`);
       assert.equal(res.status(), 200);
 
@@ -62,17 +131,28 @@ describe("admin console", { timeout: 120_000 }, () => {
       assert.equal(stored[0], ADMIN_TOKEN);
       assert.ok(!stored[1].includes(ADMIN_TOKEN), "the token is not in localStorage");
 
-      // Create a board from the form; it is listed and watched.
+      // A fresh server: every list says it is empty instead of showing bare headers.
+      // (--dev makes the board of the 2048 demo, so the board list is never empty here.)
+      await page.waitForSelector("#ban-rows tr.empty");
+      assert.match(await page.textContent("#ban-rows tr.empty"), /No bans/);
+      assert.match(await page.textContent("#audit-rows tr.empty"), /No admin actions yet/);
+      assert.match(await page.textContent("#queue-rows tr.empty"), /No queues yet/);
+      assert.match(await page.textContent("#season-rows tr.empty"), /Pick a board/);
+
+      // Create a board from the form; it is listed and watched, the message next to the form.
       await page.fill("#board-id", BOARD);
       await page.fill("#board-config", '{"order": "desc", "op": "best"}');
       await page.click("#board-form button[type=submit]");
       await page.waitForSelector(`#boards tr[data-board="${BOARD}"].watched`);
-      assert.match(await page.textContent("#board-msg"), /created/);
-      // The change is among the admin actions, with the key that made it (the admin token).
+      await saidInView(page, "#board-msg", /created/);
+      // The change is among the admin actions, with the key that made it, its time in UTC.
       await page.waitForSelector('#audit-rows tr[data-action="board_put"]');
-      assert.match(await page.textContent('#audit-rows tr[data-action="board_put"]'), new RegExp(`${BOARD}.*admin`));
+      assert.match(await page.textContent('#audit-rows tr[data-action="board_put"]'), new RegExp(`\\d\\d:\\d\\d:\\d\\d UTC.*${BOARD}.*admin`));
       const cfg = await admin(base, "GET", `/admin/boards/${BOARD}`);
       assert.equal(cfg.op, "best");
+      // The live top of a board with no scores says so.
+      assert.equal(await page.isVisible("#top-empty"), true);
+      assert.match(await page.textContent("#top-empty"), /No scores yet/);
 
       // Scores arrive live.
       await addScore(base, BOARD, "honest", 100);
@@ -84,17 +164,34 @@ describe("admin console", { timeout: 120_000 }, () => {
       // renders, that row with the number as it came.
       const legacy = { player: "legacy", board: BOARD, reason: "old", until_ms: 9223372036854775807n, at_ms: 1 };
       const legacyJson = JSON.stringify(legacy, (_, v) => (typeof v === "bigint" ? `#${v}#` : v)).replace(/"#(\d+)#"/, "$1");
-      assert.match(await redisCommand(env.stack.redis.port, "HSET", `lb:{${BOARD}}:bans`, "legacy", legacyJson), /^:1/);
+      assert.equal(await redisCommand(env.stack.redis.port, "HSET", `lb:{${BOARD}}:bans`, "legacy", legacyJson), 1);
 
-      // Ban from the row (two clicks: arm, confirm): the row disappears, the ban is listed, and
-      // the player's next submission is refused.
+      // A ban with an end (placed by a tool) shows it, in UTC, within the 5 s refresh.
+      const until = Date.now() + 86_400_000;
+      await admin(base, "PUT", "/admin/bans/timed", { board: BOARD, until_ms: until });
+      const untilText = `${new Date(until).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+      await page.waitForSelector('#ban-rows tr[data-player="timed"]', { timeout: 15_000 });
+      assert.equal(await page.$eval('#ban-rows tr[data-player="timed"]', (tr) => tr.children[3].textContent), untilText);
+
+      // Ban from the row: the first click only arms the button and asks, in view; the second
+      // bans. The row disappears, the ban is listed "until lifted", and the player's next
+      // submission is refused.
       await page.fill("#ban-reason", "impossible score");
       const banButton = '#top-rows tr[data-player="cheater"] button[data-action="ban"]';
       await page.click(banButton);
+      await saidInView(page, "#top-msg", /Click again to ban cheater/);
+      assert.deepEqual((await admin(base, "GET", "/admin/bans")).bans.map((b) => b.player).sort(), ["legacy", "timed"], "one click bans nobody");
+      // The live top moves between the two clicks (its rows are drawn anew): the button stays
+      // armed, so the operator of a busy board can still confirm.
+      await addScore(base, BOARD, "honest", 150);
+      await page.waitForFunction(() => /150/.test(document.querySelector('#top-rows tr[data-player="honest"]')?.textContent));
+      assert.match(await page.textContent(banButton), /Confirm ban/);
       await page.click(banButton);
       await page.waitForFunction(() => !document.querySelector('#top-rows tr[data-player="cheater"]'));
+      await saidInView(page, "#top-msg", /Banned cheater/);
       assert.deepEqual(await topPlayers(), ["honest"]);
       await page.waitForSelector('#ban-rows tr[data-player="cheater"]');
+      assert.match(await page.textContent('#ban-rows tr[data-player="cheater"]'), /impossible score\s*until lifted/);
       await page.waitForSelector('#ban-rows tr[data-player="legacy"]');
       assert.match(await page.textContent('#ban-rows tr[data-player="legacy"]'), /old.*9223372036854776000/);
       const refused = await fetch(`${base}/admin/boards/${BOARD}/players/cheater/score`, {
@@ -105,15 +202,14 @@ describe("admin console", { timeout: 120_000 }, () => {
       assert.equal(refused.status, 403);
       assert.equal((await refused.json()).error.code, "forbidden");
 
-      // The player's history: the accepted submission and the ban with its reason.
+      // The player's history: the accepted submission, in UTC, by the admin key.
       await page.click('#top-rows tr[data-player="honest"] button[data-action="history"]');
       await page.waitForSelector('#history-rows tr[data-action="submit"]');
-      // Each entry names the key that made it: these scores came with the admin token.
-      assert.match(await page.textContent('#history-rows tr[data-action="submit"]'), /by admin/);
+      assert.match(await page.textContent('#history-rows tr[data-action="submit"]'), /UTC.*by admin/);
       const { bans } = await admin(base, "GET", "/admin/bans");
-      assert.deepEqual(bans.map((b) => [b.player, b.reason]), [["cheater", "impossible score"], ["legacy", "old"]]);
+      assert.deepEqual(bans.map((b) => [b.player, b.reason]), [["cheater", "impossible score"], ["legacy", "old"], ["timed", null]]);
 
-      // A dead letter: a job with one attempt, claimed and failed.
+      // A dead letter: a job with one attempt, claimed and failed; retried from the console.
       await admin(base, "POST", "/admin/queues/mail/jobs", { id: "welcome-1", kind: "email", payload: {}, max_attempts: 1 });
       const claimed = await admin(base, "POST", "/admin/queues/mail/claim");
       await admin(base, "POST", `/admin/queues/mail/jobs/welcome-1/nack`, { token: claimed.lease.token });
@@ -123,7 +219,7 @@ describe("admin console", { timeout: 120_000 }, () => {
       });
       await page.click('#queue-rows tr[data-queue="mail"] button[data-action="dead"]');
       await page.waitForSelector('#dead-rows tr[data-job="welcome-1"]');
-      await screenshot(page, "admin-console");
+      assert.match(await page.textContent('#dead-rows tr[data-job="welcome-1"]'), /UTC/);
       await page.click('#dead-rows tr[data-job="welcome-1"] button[data-action="retry"]');
       await page.waitForFunction(() => {
         const tr = document.querySelector('#queue-rows tr[data-queue="mail"]');
@@ -132,15 +228,153 @@ describe("admin console", { timeout: 120_000 }, () => {
       const counts = await admin(base, "GET", "/admin/queues/mail");
       assert.deepEqual([counts.ready, counts.dead], [1, 0]);
 
-      // The charts draw from /metrics: submissions/s saw the submissions, sockets counts ours.
-      await page.waitForFunction(() => Number(document.getElementById("chart-subs").dataset.points) >= 2);
+      // Charts over every instance: a second server process on the same Redis. The page talks
+      // to the first; what is submitted through the second shows in its charts.
+      second = await startServer({ redisUrl: env.stack.redis.url });
+      await page.waitForFunction(() => document.getElementById("chart-instances").dataset.count === "2", null, { timeout: 20_000 });
+      const before = await page.evaluate(() => window.__admin.series.subs.get("submissions/s")?.length ?? 0);
+      assert.ok(before >= 1);
+      const through2 = (path, body) =>
+        fetch(`${second.base}${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      // Bounded: 20 accepted submissions and 5 refused (the banned player) on the second.
+      for (let i = 0; i < 20; i++) assert.equal((await through2(`/admin/boards/${BOARD}/players/p2-${i}/score`, { points: i })).status, 200);
+      for (let i = 0; i < 5; i++) assert.equal((await through2(`/admin/boards/${BOARD}/players/cheater/score`, { points: 1 })).status, 403);
+      await page.waitForFunction(() => Math.max(...window.__admin.series.subs.get("submissions/s").map((p) => p.v)) > 0, null, { timeout: 20_000 });
+      await page.waitForFunction(() => Math.max(0, ...(window.__admin.series.rejections.get("forbidden") ?? []).map((p) => p.v)) > 0, null, { timeout: 20_000 });
+      // The legend names the codes that occurred and no other; the axes say the time in UTC.
+      assert.deepEqual(await page.$$eval("#chart-legend span[data-code]", (s) => s.map((e) => e.dataset.code)), ["forbidden"]);
+      const axis = await page.$eval("#chart-subs", (c) => [c.dataset.from, c.dataset.to]);
+      assert.match(axis.join(" "), /^\d\d:\d\d:\d\d \d\d:\d\d:\d\d$/);
+      assert.match(await page.textContent("#charts-source"), /every instance/);
       await page.waitForFunction(() => Number(document.getElementById("chart-sockets").dataset.last) >= 1);
-      // The refused submission above shows as a rejection rate of code `forbidden`.
-      await page.waitForFunction(() => Math.max(0, ...(window.__admin.series.rejections.get("forbidden") ?? [])) > 0);
 
       // Sign out forgets the token.
       await page.click("#sign-out");
       await page.waitForSelector("#login:not([hidden])");
       assert.equal(await page.evaluate(() => sessionStorage.getItem("scorecast.adminToken")), null);
+      await page.context().close();
     }));
+
+  for (const [label, viewport, shot] of [
+    ["desktop", DESKTOP, "admin-console"],
+    ["phone", PHONE, "admin-console-phone"],
+  ]) {
+    test(`${label} ${viewport.width}×${viewport.height}: find any player, revoke, remove, seasons and rollover, delete a board`, () =>
+      withDiagnostics(diag, async () => {
+        const base = env.stack.base;
+        const board = `find-${label}`;
+        await admin(base, "PUT", `/admin/boards/${board}`, { reset: "never" });
+        // 40 players by admin score (p00 … p39); two named players below all of them.
+        for (let i = 0; i < 40; i++) await addScore(base, board, `p${String(i).padStart(2, "0")}`, 1000 + i);
+        const page = await signedIn(env, viewport);
+        pages.push(page);
+        assert.equal((await namedSubmit(page, base, board, "zed-1", "Zoë Queen", 5)).type, "ack");
+        const { token: zedToken } = await admin(base, "POST", "/admin/tokens", { player: "zed-2", name: "queenie" });
+        assert.equal((await wsHelloSubmit(page, zedToken, board, 7)).type, "ack");
+
+        await page.click(`#boards tr[data-board="${board}"] button[data-action="watch"]`);
+        await page.waitForSelector("#top-rows tr[data-player]");
+        assert.equal(await page.$$eval("#top-rows tr[data-player]", (t) => t.length), 20);
+
+        // Found by id: p03 ranks 37th, far out of the live top.
+        await page.fill("#find-q", "p03");
+        await page.click("#find-form button[type=submit]");
+        await page.waitForSelector('#find-rows tr[data-player="p03"]');
+        assert.match(await page.textContent('#find-rows tr[data-player="p03"]'), /#37\s*p03\s*1,003\s*—/);
+        await saidInView(page, "#find-msg", /1 player found/);
+
+        // Found by a part of the name, in any case: both named players, by rank, with names.
+        await page.fill("#find-q", "QUEEN");
+        await page.click("#find-form button[type=submit]");
+        await page.waitForFunction(() => document.querySelectorAll("#find-rows tr[data-player]").length === 2);
+        assert.deepEqual(await page.$$eval("#find-rows tr[data-player]", (t) => t.map((tr) => tr.dataset.player)), ["zed-2", "zed-1"]);
+        assert.match(await page.textContent('#find-rows tr[data-player="zed-1"]'), /Zoë Queen \(zed-1\)/);
+
+        // Ban from the search result (two clicks): the Ban column says until when.
+        const row = (p) => `#find-rows tr[data-player="${p}"]`;
+        await page.click(`${row("zed-1")} button[data-action="ban"]`);
+        await page.click(`${row("zed-1")} button[data-action="ban"]`);
+        await saidInView(page, "#find-msg", /Banned zed-1/);
+        await page.waitForFunction((sel) => /until lifted/.test(document.querySelector(sel)?.children[3].textContent), row("zed-1"));
+
+        // Revoke zed-2's tokens: the first click changes nothing (the token still works), the
+        // second revokes; the token zed-2 held is refused from then on.
+        await page.click(`${row("zed-2")} button[data-action="revoke"]`);
+        await saidInView(page, "#find-msg", /Click again to revoke/);
+        assert.equal((await wsHelloSubmit(page, zedToken, board, 8)).type, "ack", "one click revokes nothing");
+        await page.click(`${row("zed-2")} button[data-action="revoke"]`);
+        await saidInView(page, "#find-msg", /Revoked zed-2's tokens issued before \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
+        const after = await wsHelloSubmit(page, zedToken, board, 9);
+        assert.deepEqual([after.type, after.code], ["error", "unauthorized"]);
+        const audit = await admin(base, "GET", "/admin/audit?limit=5");
+        assert.ok(audit.entries.some((e) => e.action === "tokens_revoke" && e.player === "zed-2"));
+        // The charts at this size: both server processes reporting, the time axis in UTC, every
+        // chart inside the screen.
+        await page.waitForFunction(() => document.getElementById("chart-instances").dataset.count === "2", null, { timeout: 20_000 });
+        assert.match((await page.$eval("#chart-subs", (c) => c.dataset.to)) ?? "", /^\d\d:\d\d:\d\d$/);
+        for (const id of ["chart-subs", "chart-rejections", "chart-sockets"]) {
+          const right = await page.$eval(`#${id}`, (c) => c.getBoundingClientRect().right);
+          assert.ok(right <= viewport.width, `#${id} ends at ${right} px`);
+        }
+        // The page as an operator uses it: the live top, a search, a ban, a revocation.
+        assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
+        await docScreenshot(page, shot);
+
+        // Remove a score: armed by the first click (the score stays), removed by the second.
+        await page.fill("#find-q", "p03");
+        await page.click("#find-form button[type=submit]");
+        await page.waitForSelector(`${row("p03")} button[data-action="remove"]`);
+        await page.click(`${row("p03")} button[data-action="remove"]`);
+        await saidInView(page, "#find-msg", /Click again to remove p03's score/);
+        assert.equal(await playerScore(base, board, "p03"), 1003, "one click removes nothing");
+        await page.click(`${row("p03")} button[data-action="remove"]`);
+        await saidInView(page, "#find-msg", /Removed p03's score/);
+        assert.equal(await playerScore(base, board, "p03"), null);
+        // The search is run again: p03 has no score any more, so is no longer listed.
+        await page.waitForFunction(() => !document.querySelector('#find-rows tr[data-player="p03"]'));
+
+        // Seasons: one so far, its start in UTC. A rollover asks first (nothing changes), then
+        // starts the new season; the past one keeps its standings.
+        await page.waitForSelector("#season-rows tr[data-season]");
+        assert.match(await page.textContent("#season-rows"), /\(current\)\s*\d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+        const seasonsBefore = (await admin(base, "GET", `/v1/boards/${board}/seasons`)).seasons;
+        assert.equal(seasonsBefore.length, 1);
+        const past = seasonsBefore[0].season;
+        await page.fill("#rollover-season", "s2");
+        await page.click("#rollover-form button");
+        await saidInView(page, "#seasons-msg", /Click again to end the current season/);
+        assert.equal((await admin(base, "GET", `/v1/boards/${board}/seasons`)).seasons.length, 1, "one click rolls nothing over");
+        await page.click("#rollover-form button");
+        await saidInView(page, "#seasons-msg", new RegExp(`Season s2 of ${board} started at .* UTC; ${past} ended`));
+        await page.waitForSelector('#season-rows tr[data-season="s2"]');
+        assert.match(await page.textContent('#season-rows tr[data-season="s2"]'), /current/);
+        await page.click(`#season-rows tr[data-season="${past}"] button[data-action="standings"]`);
+        await page.waitForSelector("#standings-rows tr[data-player]");
+        assert.equal(await page.$eval("#standings-rows tr[data-player]", (tr) => tr.dataset.player), "p39");
+        assert.match(await page.textContent("#standings-rows tr[data-player]"), /#1\s*p39\s*1,039/);
+        // The new season is empty: said so.
+        await page.click('#season-rows tr[data-season="s2"] button[data-action="standings"]');
+        await page.waitForSelector("#standings-rows tr.empty");
+        assert.match(await page.textContent("#standings-rows tr.empty"), /No scores in season s2/);
+
+        // No horizontal scroll at this size, with the seasons and standings shown too.
+        assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
+
+        // Delete the board: armed first (the board stays), deleted on the second click.
+        const del = `#boards tr[data-board="${board}"] button[data-action="delete"]`;
+        await page.click(del);
+        await saidInView(page, "#board-msg", new RegExp(`Click again to delete board ${board}`));
+        assert.equal((await admin(base, "GET", `/admin/boards/${board}`)).reset, "never", "one click deletes nothing");
+        await page.click(del);
+        await saidInView(page, "#board-msg", new RegExp(`Board ${board} deleted`));
+        await page.waitForFunction((b) => !document.querySelector(`#boards tr[data-board="${b}"]`), board);
+        await page.context().close();
+      }));
+  }
+
+  after(() => second?.stop());
 });

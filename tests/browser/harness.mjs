@@ -225,11 +225,11 @@ function parseResp(buf, at) {
 
 /**
  * Every key of the redis-server on `port` and its serialised value (DUMP, as hex), sorted: to
- * prove that a refused request changed nothing. The per-address limiter of public reads is not
- * data and is left out.
+ * prove that a refused request changed nothing. The per-address limiter of public reads and the
+ * live counters every instance writes each second (`sc:{stats}`) are not data and are left out.
  */
 export async function dumpKeys(port) {
-  const keys = (await redisCommand(port, "KEYS", "*")).map(String).filter((k) => !k.startsWith("rl:{read:"));
+  const keys = (await redisCommand(port, "KEYS", "*")).map(String).filter((k) => !k.startsWith("rl:{read:") && k !== "sc:{stats}");
   keys.sort();
   const out = [];
   for (const k of keys) out.push([k, (await redisCommand(port, "DUMP", k))?.toString("hex") ?? null]);
@@ -478,6 +478,16 @@ export async function screenshot(page, name, { fullPage = true } = {}) {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const file = path.join(SCREENSHOT_DIR, `${name}.png`);
   await page.screenshot({ path: file, fullPage });
+  return file;
+}
+
+/**
+ * Saves docs/<name>.png (the whole page): the screenshots the docs show, rewritten by every run
+ * of the test that takes them.
+ */
+export async function docScreenshot(page, name) {
+  const file = path.join(REPO, "docs", `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
   return file;
 }
 

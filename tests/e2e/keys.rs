@@ -92,6 +92,14 @@ fn routes() -> Vec<(Method, &'static str, &'static str, Value, Scope)> {
         ),
         (
             m("GET"),
+            "/admin/boards/{board}/players",
+            "/admin/boards/b/players?q=bob",
+            Value::Null,
+            Read,
+        ),
+        (m("GET"), "/admin/stats", "/admin/stats", Value::Null, Read),
+        (
+            m("GET"),
             "/admin/queues/{q}",
             "/admin/queues/q",
             Value::Null,

@@ -8,6 +8,7 @@ mod boards;
 mod broker;
 mod cluster;
 mod cluster_pubsub;
+mod console;
 mod cors;
 mod dedup;
 mod hardening;

@@ -1,7 +1,11 @@
 // The admin console (`/admin`): boards (create, edit, delete), a live top view with per-row
-// "remove score" / "ban", a player's history from the audit log, bans, queues with their dead
-// letters (retry), and live charts fed by the server's /metrics. No build step: the SDK
-// (web/sdk/scorecast.js) and the shared Rust crate compiled to wasm (web/pkg) do the protocol.
+// "remove score" / "ban" / "revoke tokens", any player of the watched board found by id or name,
+// the board's past seasons with their standings and a manual rollover, a player's history from
+// the audit log, bans, queues with their dead letters (retry), and live charts summed over every
+// instance (`/admin/stats`). Every destructive action asks for a second click on the same button;
+// every outcome is said in the panel where the operator acted, scrolled into view. No build
+// step: the SDK (web/sdk/scorecast.js) and the shared Rust crate compiled to wasm (web/pkg) do
+// the protocol.
 //
 // The admin token is asked for once per tab and kept in sessionStorage only (never in
 // localStorage, never in a URL); every admin call sends it as a Bearer token.
@@ -25,6 +29,9 @@ let offTop = null;
 let history = null; // {board, player, cursor}
 let deadQueue = null;
 let pollTimer = null;
+let boardList = []; // the last /v1/boards answer
+let banList = []; // the last /admin/bans answer
+let find = null; // {board, q, cursor}
 
 // ---- the admin API ---------------------------------------------------------------------------
 
@@ -54,14 +61,21 @@ async function api(method, path, body, bearer = token) {
   return json;
 }
 
-function toast(text, kind = "info") {
-  const t = $("toast");
-  t.textContent = text;
-  t.dataset.kind = kind;
-  t.hidden = false;
+/**
+ * Says `text` in the message line of the panel holding `near` (a button, a form or the message
+ * element itself) and scrolls it into view: the operator reads the outcome where they acted.
+ */
+function say(near, text, kind = "info") {
+  const el = near?.classList?.contains("msg") ? near : near?.closest?.("section")?.querySelector(".msg");
+  if (!el) return;
+  el.textContent = text;
+  el.dataset.kind = kind;
+  el.hidden = false;
+  const r = el.getBoundingClientRect();
+  if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({ block: "center" });
 }
 
-const fail = (what) => (e) => toast(`${what}: ${e.code ?? ""} ${e.message}`, "error");
+const fail = (near, what) => (e) => say(near, `${what}: ${e.code ?? ""} ${e.message}`, "error");
 
 // ---- sign in / out ---------------------------------------------------------------------------
 
@@ -103,7 +117,8 @@ async function start() {
   $("console").hidden = false;
   $("sign-out").hidden = false;
   sc = await Scorecast.connect({ wait: false, onState: showState });
-  sc.on("error", (e) => toast(`${e.code}: ${e.message}`, "error"));
+  sc.on("error", (e) => say($("top-msg"), `${e.code}: ${e.message}`, "error"));
+  if (!watched) showSeasons(null);
   await refreshAll();
   pollTimer = setInterval(poll, POLL_MS);
   poll();
@@ -116,7 +131,7 @@ function showState(s) {
 }
 
 async function refreshAll() {
-  await Promise.all([refreshBoards(), refreshBans(), refreshQueues(), refreshAudit()]).catch(fail("refresh"));
+  await Promise.all([refreshBoards(), refreshBans(), refreshQueues(), refreshAudit()]).catch(fail($("board-msg"), "refresh"));
 }
 
 // ---- boards ----------------------------------------------------------------------------------
@@ -124,9 +139,10 @@ async function refreshAll() {
 async function refreshBoards() {
   const res = await fetch("/v1/boards", { headers: { accept: "application/json" } });
   const { boards } = await res.json();
-  const body = $("boards");
-  body.replaceChildren(
-    ...boards.map((b) => {
+  boardList = boards;
+  fill(
+    $("boards"),
+    boards.map((b) => {
       const tr = row([b.id, b.order, b.op, b.reset]);
       tr.dataset.board = b.id;
       tr.classList.toggle("watched", b.id === watched);
@@ -134,12 +150,14 @@ async function refreshBoards() {
         actions([
           ["Watch", "watch", () => watch(b.id)],
           ["Edit", "edit", () => edit(b)],
-          ["Delete", "delete", (btn) => armed(btn, () => deleteBoard(b.id)), "danger"],
+          ["Delete", "delete", (btn) => armed(btn, `Click again to delete board ${b.id} and all its scores.`, () => deleteBoard(btn, b.id)), "danger"],
         ]),
       );
       return tr;
     }),
+    "No boards yet: create one below.",
   );
+  if (watched) showSeasons(watched);
 }
 
 function edit(b) {
@@ -153,48 +171,69 @@ $("board-form").addEventListener("submit", async (ev) => {
   const id = $("board-id").value.trim();
   const msg = $("board-msg");
   if (!isValidId(id)) {
-    msg.textContent = "The id must be 1–64 characters of A–Z a–z 0–9 _ . -";
+    say(msg, "The id must be 1–64 characters of A–Z a–z 0–9 _ . -", "error");
     return;
   }
   let config;
   try {
     config = JSON.parse($("board-config").value || "{}");
   } catch (e) {
-    msg.textContent = `The config is not JSON: ${e.message}`;
+    say(msg, `The config is not JSON: ${e.message}`, "error");
     return;
   }
   try {
     const r = await api("PUT", `/admin/boards/${id}`, config);
-    msg.textContent = r.created ? `Board ${id} created.` : `Board ${id} saved.`;
+    say(msg, r.created ? `Board ${id} created.` : `Board ${id} saved.`);
     await Promise.all([refreshBoards(), refreshAudit()]);
     if (!watched) watch(id);
   } catch (e) {
-    msg.textContent = `${e.code}: ${e.message}`;
+    say(msg, `${e.code}: ${e.message}`, "error");
   }
 });
 
-/** A destructive button asks for a second click. */
-function armed(btn, run) {
-  if (btn.classList.contains("armed")) {
+const ARMED_MS = 8000;
+// Armed buttons by key (board/player/action), until when: a live row re-rendered between the two
+// clicks (the top moves all the time on a live game) comes back armed.
+const armedKeys = new Map();
+
+/**
+ * A destructive button asks for a second click: the first arms it ("Confirm …", in red) and
+ * says `question` in its panel; a second click within 8 s runs `run`, otherwise it disarms.
+ */
+function armed(btn, question, run) {
+  const key = btn.dataset.key;
+  if (btn.classList.contains("armed") || (key && (armedKeys.get(key) ?? 0) > Date.now())) {
+    clearTimeout(btn.disarm);
+    if (key) armedKeys.delete(key);
+    disarm(btn);
     run();
     return;
   }
-  btn.classList.add("armed");
-  btn.textContent = "Confirm";
-  setTimeout(() => {
-    btn.classList.remove("armed");
-    btn.textContent = btn.dataset.label;
-  }, 4000);
+  if (key) armedKeys.set(key, Date.now() + ARMED_MS);
+  arm(btn, ARMED_MS);
+  say(btn, question, "confirm");
 }
 
-async function deleteBoard(id) {
+function arm(btn, ms) {
+  btn.classList.add("armed");
+  btn.textContent = `Confirm ${btn.dataset.label.toLowerCase()}`;
+  btn.disarm = setTimeout(() => disarm(btn), ms);
+}
+
+function disarm(btn) {
+  btn.classList.remove("armed");
+  btn.textContent = btn.dataset.label;
+}
+
+async function deleteBoard(btn, id) {
+  const msg = $("board-msg");
   try {
     await api("DELETE", `/admin/boards/${id}`);
-    toast(`Board ${id} deleted.`);
+    say(msg, `Board ${id} deleted.`);
     if (watched === id) watch(null);
-    await refreshBoards();
+    await Promise.all([refreshBoards(), refreshAudit()]);
   } catch (e) {
-    fail("delete")(e);
+    fail(msg, "delete")(e);
   }
 }
 
@@ -209,8 +248,25 @@ function watch(board) {
   $("top-empty").textContent = board ? "No scores yet." : "Pick a board to watch.";
   $("top-empty").hidden = false;
   for (const tr of $("boards").children) tr.classList.toggle("watched", tr.dataset.board === board);
+  $("find-board").textContent = board ? `on ${board}` : "";
+  $("find-rows").replaceChildren();
+  $("find-table").hidden = true;
+  $("find-more").hidden = true;
+  find = null;
+  showSeasons(board);
   if (!board) return;
   offTop = sc.subscribe(board, "top", { limit: TOP_LIMIT }, (m) => renderTop(board, m));
+}
+
+/** The actions on one player of `board`, for the live top and the search results. */
+function playerActions(board, player, where) {
+  const key = (action) => `${where}/${board}/${player}/${action}`;
+  return actions([
+    ["History", "history", () => showHistory(board, player)],
+    ["Remove score", "remove", (btn) => armed(btn, `Click again to remove ${player}'s score from ${board}.`, () => removeScore(btn, board, player)), "danger", key("remove")],
+    ["Ban", "ban", (btn) => armed(btn, `Click again to ban ${player} from ${board}.`, () => ban(btn, board, player)), "danger", key("ban")],
+    ["Revoke tokens", "revoke", (btn) => armed(btn, `Click again to revoke every token ${player} holds now (on every instance).`, () => revoke(btn, player)), "danger", key("revoke")],
+  ]);
 }
 
 function renderTop(board, m) {
@@ -221,47 +277,228 @@ function renderTop(board, m) {
       const tr = row([`#${e.rank}`, e.name ? `${e.name} (${e.player})` : e.player, formatThousands(e.score)]);
       tr.dataset.player = e.player;
       tr.children[2].className = "num";
-      tr.append(
-        actions([
-          ["History", "history", () => showHistory(board, e.player)],
-          ["Remove score", "remove", () => removeScore(board, e.player)],
-          ["Ban", "ban", (btn) => armed(btn, () => ban(board, e.player)), "danger"],
-        ]),
-      );
+      tr.append(playerActions(board, e.player, "top"));
       return tr;
     }),
   );
 }
 
-async function removeScore(board, player) {
+// The outcome goes to the panel's message line (found before the call: the row may be gone
+// after it).
+const msgOf = (btn) => btn.closest("section").querySelector(".msg");
+
+async function removeScore(btn, board, player) {
+  const msg = msgOf(btn);
   try {
     await api("DELETE", `/admin/boards/${board}/players/${player}`);
-    toast(`Removed ${player}'s score from ${board}.`);
+    say(msg, `Removed ${player}'s score from ${board}.`);
+    await Promise.all([refreshAudit(), refreshFind()]);
   } catch (e) {
-    fail("remove")(e);
+    fail(msg, "remove")(e);
   }
 }
 
-async function ban(board, player) {
+async function ban(btn, board, player) {
+  const msg = msgOf(btn);
   const reason = $("ban-reason").value.trim();
   try {
     await api("PUT", `/admin/bans/${player}`, { board, ...(reason ? { reason } : {}) });
-    toast(`Banned ${player} from ${board}.`);
-    await refreshBans();
+    say(msg, `Banned ${player} from ${board}.`);
+    await Promise.all([refreshBans(), refreshFind()]);
     if (history?.player === player) showHistory(board, player);
   } catch (e) {
-    fail("ban")(e);
+    fail(msg, "ban")(e);
+  }
+}
+
+async function revoke(btn, player) {
+  const msg = msgOf(btn);
+  try {
+    const r = await api("POST", `/admin/players/${player}/revoke`);
+    say(msg, `Revoked ${player}'s tokens issued before ${timeText(r.revoked_at_ms)}: they are refused from now on.`);
+    await refreshAudit();
+  } catch (e) {
+    fail(msg, "revoke")(e);
+  }
+}
+
+// ---- find a player ---------------------------------------------------------------------------
+
+$("find-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const q = $("find-q").value.trim();
+  if (!watched) {
+    say($("find-msg"), "Pick a board to search first (Watch in Boards).", "error");
+    return;
+  }
+  if (!q) return;
+  find = { board: watched, q, cursor: null };
+  $("find-rows").replaceChildren();
+  runFind();
+});
+
+$("find-more").addEventListener("click", () => find?.cursor && runFind());
+
+/**
+ * Runs the search again from the start, quietly (after an action on a found player: a removed
+ * score leaves the list, a ban shows).
+ */
+function refreshFind() {
+  if (!find) return;
+  find.cursor = null;
+  $("find-rows").replaceChildren();
+  return runFind({ quiet: true });
+}
+
+/** One call of the search (`GET /admin/boards/{board}/players?q=`), rows appended. */
+async function runFind({ quiet = false } = {}) {
+  const { board, q, cursor } = find;
+  const msg = $("find-msg");
+  try {
+    const qs = new URLSearchParams({ q, ...(cursor ? { cursor } : {}) });
+    const r = await api("GET", `/admin/boards/${board}/players?${qs}`);
+    if (find?.board !== board || find.q !== q) return;
+    const have = new Set([...$("find-rows").querySelectorAll("tr[data-player]")].map((tr) => tr.dataset.player));
+    // Scored players by rank; then those found by name without a score this season, and the
+    // id asked for when it has none but a ban holds it.
+    const unscored = [...r.unscored];
+    if (!cursor && !r.entries.some((e) => e.player === q) && !unscored.some((u) => u.player === q) && isValidId(q)) {
+      if (banList.some((b) => b.player === q && (b.board === board || !b.board))) unscored.unshift({ player: q, name: null });
+    }
+    const rows = [...r.entries.map((e) => foundRow(board, e)), ...unscored.map((u) => foundRow(board, { ...u, rank: null, score: null }))];
+    $("find-rows").append(...rows.filter((tr) => !have.has(tr.dataset.player)));
+    $("find-table").hidden = $("find-rows").children.length === 0;
+    find.cursor = r.next_cursor;
+    $("find-more").hidden = !r.next_cursor;
+    const n = $("find-rows").children.length;
+    if (quiet) return;
+    say(
+      msg,
+      n === 0
+        ? r.next_cursor
+          ? `No player found yet for “${q}” in season ${r.season}; search further.`
+          : `No player of ${board} (season ${r.season}) has the id or a name with “${q}”.`
+        : `${n} player${n === 1 ? "" : "s"} found for “${q}” in season ${r.season}${r.next_cursor ? " so far" : ""}.`,
+    );
+  } catch (e) {
+    fail(msg, "find")(e);
+  }
+}
+
+/** The bans that hold `player` on `board` (its own and those on every board), as text. */
+function bansText(board, player) {
+  const held = banList.filter((b) => b.player === player && (b.board === board || !b.board));
+  return held.length ? held.map((b) => `banned ${b.board ? "" : "everywhere "}${untilText(b)}`).join("; ") : "—";
+}
+
+/** A found player's row; `rank` and `score` null for a player with no score this season. */
+function foundRow(board, e) {
+  const scored = e.rank !== null;
+  const tr = row([scored ? `#${e.rank}` : "—", e.name ? `${e.name} (${e.player})` : e.player, scored ? formatThousands(e.score) : "no score", bansText(board, e.player)]);
+  tr.dataset.player = e.player;
+  if (!scored) tr.dataset.unscored = "1";
+  tr.children[2].className = "num";
+  tr.append(playerActions(board, e.player, "find"));
+  return tr;
+}
+
+// ---- seasons ---------------------------------------------------------------------------------
+
+async function showSeasons(board) {
+  $("seasons-board").textContent = board ? `of ${board}` : "";
+  $("rollover-form").hidden = true;
+  $("rollover-auto").hidden = true;
+  if (!board) {
+    fill($("season-rows"), [], "Pick a board to see its seasons.", 3);
+    $("standings-box").hidden = true;
+    return;
+  }
+  try {
+    const { seasons } = await api("GET", `/v1/boards/${board}/seasons`);
+    if (board !== watched) return;
+    const sorted = [...seasons].sort((a, b) => b.start_ms - a.start_ms);
+    fill(
+      $("season-rows"),
+      sorted.map((s) => {
+        const tr = row([s.current ? `${s.season} (current)` : s.season, timeText(s.start_ms, 16)]);
+        tr.dataset.season = s.season;
+        tr.append(actions([["Standings", "standings", () => showStandings(board, s.season)]]));
+        return tr;
+      }),
+      "No seasons yet.",
+    );
+    const reset = boardList.find((b) => b.id === board)?.reset ?? "never";
+    if (reset === "never") {
+      $("rollover-form").hidden = false;
+    } else {
+      $("rollover-auto").textContent = `A ${reset} board rolls over on its own at each period's start (UTC).`;
+      $("rollover-auto").hidden = false;
+    }
+  } catch (e) {
+    fail($("seasons-msg"), "seasons")(e);
+  }
+}
+
+async function showStandings(board, season) {
+  try {
+    const q = new URLSearchParams({ season, limit: String(TOP_LIMIT) });
+    const page = await api("GET", `/v1/boards/${board}/top?${q}`);
+    $("standings-box").hidden = false;
+    $("standings-season").textContent = season;
+    $("standings-box").dataset.season = season;
+    fill(
+      $("standings-rows"),
+      page.entries.map((e) => {
+        const tr = row([`#${e.rank}`, e.name ? `${e.name} (${e.player})` : e.player, formatThousands(e.score)]);
+        tr.dataset.player = e.player;
+        tr.children[2].className = "num";
+        return tr;
+      }),
+      `No scores in season ${season}.`,
+    );
+  } catch (e) {
+    fail($("seasons-msg"), "standings")(e);
+  }
+}
+
+$("rollover-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const btn = ev.submitter ?? $("rollover-form").querySelector("button");
+  const board = watched;
+  const season = $("rollover-season").value.trim();
+  if (!board) return;
+  if (!isValidId(season)) {
+    say(btn, "The season id must be 1–64 characters of A–Z a–z 0–9 _ . -", "error");
+    return;
+  }
+  armed(btn, `Click again to end the current season of ${board} and start season ${season}.`, () => rollover(board, season));
+});
+
+async function rollover(board, season) {
+  const msg = $("seasons-msg");
+  try {
+    const r = await api("POST", `/admin/boards/${board}/rollover`, { season });
+    say(msg, `Season ${r.season} of ${board} started at ${timeText(r.start_ms)}; ${r.previous_season} ended.`);
+    $("rollover-season").value = "";
+    await Promise.all([showSeasons(board), refreshAudit()]);
+  } catch (e) {
+    fail(msg, "rollover")(e);
   }
 }
 
 // ---- a player's history ----------------------------------------------------------------------
 
-// A time (ms since the epoch) as "YYYY-MM-DD HH:MM:SS" cut to `len` characters, or the number as
-// it came when it is no date (a value stored before it was checked, say 2^63 − 1): one odd row
-// must not keep the others from rendering.
+// A time (ms since the epoch) as "YYYY-MM-DD HH:MM:SS UTC" (the date part cut to `len`
+// characters), or the number as it came when it is no date (a value stored before it was
+// checked, say 2^63 − 1): one odd row must not keep the others from rendering.
 function timeText(ms, len = 19) {
   const d = new Date(ms);
-  return Number.isFinite(d.getTime()) ? d.toISOString().replace("T", " ").slice(0, len) : String(ms);
+  return Number.isFinite(d.getTime()) ? `${d.toISOString().replace("T", " ").slice(0, len)} UTC` : String(ms);
+}
+
+/** When a ban ends: its date, or "until lifted" for a ban with no end. */
+function untilText(b) {
+  return b.until_ms ? `until ${timeText(b.until_ms, 16)}` : "until lifted";
 }
 
 async function showHistory(board, player, cursor = null) {
@@ -270,9 +507,11 @@ async function showHistory(board, player, cursor = null) {
   $("history-player").textContent = player;
   $("history-board").textContent = `on ${board}`;
   if (!cursor) $("history-rows").replaceChildren();
+  $("history-panel").scrollIntoView({ block: "nearest" });
   try {
     const q = new URLSearchParams({ player, limit: "20", ...(cursor ? { cursor } : {}) });
     const page = await api("GET", `/admin/boards/${board}/log?${q}`);
+    if (!cursor && page.entries.length === 0) fill($("history-rows"), [], `No history of ${player} on ${board}.`, 3);
     $("history-rows").append(
       ...page.entries.map((e) => {
         const what = e.action ?? "submit";
@@ -280,7 +519,7 @@ async function showHistory(board, player, cursor = null) {
           what === "submit"
             ? `${e.op} ${formatThousands(e.points)} → ${formatThousands(e.score)} (#${e.rank}, ${e.season})`
             : what === "ban"
-              ? [e.reason, e.until_ms ? `until ${timeText(e.until_ms)}` : "until lifted"].filter(Boolean).join(", ")
+              ? [e.reason, untilText(e)].filter(Boolean).join(", ")
               : what === "remove"
                 ? `${formatThousands(e.points)} removed (${e.season}${e.held ? ", held by a ban" : ""})`
                 : e.reason;
@@ -293,7 +532,7 @@ async function showHistory(board, player, cursor = null) {
     history.cursor = page.next_cursor;
     $("history-more").hidden = !page.next_cursor;
   } catch (e) {
-    fail("history")(e);
+    fail($("top-msg"), "history")(e);
   }
 }
 
@@ -305,29 +544,32 @@ $("history-more").addEventListener("click", () => {
 
 async function refreshBans() {
   const { bans } = await api("GET", "/admin/bans");
-  $("ban-rows").replaceChildren(
-    ...bans.map((b) => {
-      const tr = row([
-        b.player,
-        b.board ?? "every board",
-        b.reason ?? "",
-        b.until_ms ? timeText(b.until_ms, 16) : "lifted by hand",
-      ]);
+  banList = bans;
+  fill(
+    $("ban-rows"),
+    bans.map((b) => {
+      const tr = row([b.player, b.board ?? "every board", b.reason ?? "", b.until_ms ? timeText(b.until_ms, 16) : "until lifted"]);
       tr.dataset.player = b.player;
       tr.append(actions([["Lift", "lift", () => lift(b)]]));
       return tr;
     }),
+    "No bans.",
   );
+  // The search results show bans too.
+  for (const tr of $("find-rows").querySelectorAll("tr[data-player]")) {
+    if (find) tr.children[3].textContent = bansText(find.board, tr.dataset.player);
+  }
 }
 
 async function lift(b) {
+  const msg = $("bans-msg");
   try {
     const q = b.board ? `?board=${encodeURIComponent(b.board)}` : "";
     await api("DELETE", `/admin/bans/${b.player}${q}`);
-    toast(`Lifted the ban of ${b.player}.`);
+    say(msg, `Lifted the ban of ${b.player}.`);
     await refreshBans();
   } catch (e) {
-    fail("lift")(e);
+    fail(msg, "lift")(e);
   }
 }
 
@@ -337,13 +579,15 @@ async function lift(b) {
 // revocations, dead-letter retries), each with the name of the key that made it.
 async function refreshAudit() {
   const { entries } = await api("GET", "/admin/audit?limit=20");
-  $("audit-rows").replaceChildren(
-    ...entries.map((e) => {
+  fill(
+    $("audit-rows"),
+    entries.map((e) => {
       const target = [e.board, e.player, e.queue, e.job, e.season].filter(Boolean).join(" ");
-      const tr = row([new Date(e.time_ms).toISOString().replace("T", " ").slice(0, 19), e.action, target, e.by]);
+      const tr = row([timeText(e.time_ms), e.action, target, e.by]);
       tr.dataset.action = e.action;
       return tr;
     }),
+    "No admin actions yet.",
   );
 }
 
@@ -351,14 +595,16 @@ async function refreshAudit() {
 
 async function refreshQueues() {
   const { queues } = await api("GET", "/admin/queues");
-  $("queue-rows").replaceChildren(
-    ...queues.map((q) => {
+  fill(
+    $("queue-rows"),
+    queues.map((q) => {
       const tr = row([q.name, q.ready, q.delayed, q.processing, q.dead]);
       tr.dataset.queue = q.name;
       for (const td of [...tr.children].slice(1)) td.className = "num";
       tr.append(actions([["Dead letters", "dead", () => showDead(q.name)]]));
       return tr;
     }),
+    "No queues yet.",
   );
   if (deadQueue) await showDead(deadQueue);
 }
@@ -368,99 +614,136 @@ async function showDead(queue) {
   $("dead-box").hidden = false;
   $("dead-queue").textContent = queue;
   const { jobs } = await api("GET", `/admin/queues/${queue}/dead?limit=50`);
-  $("dead-rows").replaceChildren(
-    ...jobs.map((j) => {
-      const tr = row([j.id, j.kind, `${j.attempts}/${j.max_attempts}`, new Date(j.died_at_ms).toISOString().slice(0, 19)]);
+  fill(
+    $("dead-rows"),
+    jobs.map((j) => {
+      const tr = row([j.id, j.kind, `${j.attempts}/${j.max_attempts}`, timeText(j.died_at_ms)]);
       tr.dataset.job = j.id;
       tr.children[2].className = "num";
       tr.append(actions([["Retry", "retry", () => retry(queue, j.id)]]));
       return tr;
     }),
+    "No dead letters.",
   );
 }
 
 async function retry(queue, id) {
   try {
     await api("POST", `/admin/queues/${queue}/dead/${id}/retry`);
-    toast(`Job ${id} is ready again.`);
+    say($("queues-msg"), `Job ${id} is ready again.`);
     await refreshQueues();
   } catch (e) {
-    fail("retry")(e);
+    fail($("queues-msg"), "retry")(e);
   }
 }
 
-// ---- live charts from /metrics ----------------------------------------------------------------
+// ---- live charts, summed over every instance ---------------------------------------------------
+//
+// Each instance writes its counters to Redis every second; `/admin/stats` answers every
+// instance's latest (Redis's clock as `now_ms`). A rate is computed per instance from its own
+// previous snapshot (so an instance that starts or stops does not show as a spike), then the
+// instances are summed. Points carry their time; the x axis is the last 60 s, labelled in UTC.
 
+const WINDOW_MS = CHART_POINTS * POLL_MS;
+// Each series: an array of {t, v}. `rejections` holds one series per error code seen.
 const series = { subs: new Map(), rejections: new Map(), sockets: new Map() };
-let previous = null; // {at, byOutcome}
+const lastSnap = new Map(); // instance -> {at_ms, submissions}
 
-/** The samples of `name` in Prometheus text: [{labels, value}]. */
-function samples(text, name) {
-  const out = [];
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(name) || (line[name.length] !== "{" && line[name.length] !== " ")) continue;
-    const labels = {};
-    const m = line.match(/^[^{ ]+(?:\{(.*)\})? (\S+)$/);
-    if (!m) continue;
-    for (const [, k, v] of (m[1] ?? "").matchAll(/(\w+)="([^"]*)"/g)) labels[k] = v;
-    out.push({ labels, value: Number(m[2]) });
-  }
-  return out;
-}
-
-function push(map, label, value) {
+function push(map, label, t, v) {
   const points = map.get(label) ?? [];
-  points.push(value);
-  if (points.length > CHART_POINTS) points.shift();
+  points.push({ t, v });
+  while (points.length && points[0].t < t - WINDOW_MS) points.shift();
   map.set(label, points);
 }
 
 async function poll() {
   try {
-    // The admin token also opens /metrics when the server requires a metrics token.
-    const res = await fetch("/metrics", { headers: token ? { authorization: `Bearer ${token}` } : {} });
-    const text = await res.text();
-    const at = performance.now();
-    const byOutcome = new Map(samples(text, "scorecast_submissions_total").map((s) => [s.labels.outcome, s.value]));
-    if (previous) {
-      const dt = (at - previous.at) / 1000;
-      const rate = (o) => Math.max(0, ((byOutcome.get(o) ?? 0) - (previous.byOutcome.get(o) ?? 0)) / dt);
-      let all = 0;
-      for (const o of byOutcome.keys()) {
-        all += rate(o);
-        if (o !== "ok" && o !== "duplicate") push(series.rejections, o, rate(o));
+    const { now_ms: now, instances } = await api("GET", "/admin/stats");
+    let subs = 0;
+    let sockets = 0;
+    const byCode = new Map();
+    for (const inst of instances) {
+      sockets += inst.ws_connections;
+      const prev = lastSnap.get(inst.instance);
+      if (prev && inst.at_ms > prev.at_ms) {
+        const dt = (inst.at_ms - prev.at_ms) / 1000;
+        for (const [o, n] of Object.entries(inst.submissions)) {
+          const rate = Math.max(0, (n - (prev.submissions[o] ?? 0)) / dt);
+          subs += rate;
+          if (o !== "ok" && o !== "duplicate") byCode.set(o, (byCode.get(o) ?? 0) + rate);
+        }
+      } else if (prev) {
+        continue; // no new snapshot of this instance since the last poll
       }
-      push(series.subs, "submissions/s", all);
+      lastSnap.set(inst.instance, { at_ms: inst.at_ms, submissions: inst.submissions });
     }
-    previous = { at, byOutcome };
-    const sockets = samples(text, "scorecast_ws_connections")[0]?.value ?? 0;
-    push(series.sockets, "sockets", sockets);
-    draw($("chart-subs"), series.subs);
-    draw($("chart-rejections"), series.rejections);
-    draw($("chart-sockets"), series.sockets);
+    // A code is charted from the first time it occurs; before that it is not in the legend.
+    for (const [code, rate] of byCode) if (rate > 0 || series.rejections.has(code)) push(series.rejections, code, now, rate);
+    for (const code of series.rejections.keys()) if (!byCode.has(code)) push(series.rejections, code, now, 0);
+    push(series.subs, "submissions/s", now, subs);
+    push(series.sockets, "sockets", now, sockets);
+    draw($("chart-subs"), series.subs, now, "/s");
+    draw($("chart-rejections"), series.rejections, now, "/s");
+    draw($("chart-sockets"), series.sockets, now, "");
+    const occurred = [...series.rejections.entries()].filter(([, pts]) => pts.some((p) => p.v > 0));
     $("chart-legend").replaceChildren(
-      ...[...series.rejections.keys()].map((k, i) => {
-        const span = document.createElement("span");
-        span.textContent = `■ ${k}  `;
-        span.style.color = COLORS[i % COLORS.length];
-        return span;
-      }),
+      ...(occurred.length
+        ? occurred.map(([k]) => {
+            const span = document.createElement("span");
+            span.textContent = `■ ${k}`;
+            span.dataset.code = k;
+            span.style.color = COLORS[[...series.rejections.keys()].indexOf(k) % COLORS.length];
+            return span;
+          })
+        : [Object.assign(document.createElement("span"), { textContent: "No rejections in the last 60 s." })]),
     );
+    $("chart-instances").textContent = `${instances.length} instance${instances.length === 1 ? "" : "s"} reporting.`;
+    $("chart-instances").dataset.count = String(instances.length);
   } catch (e) {
-    console.warn("scorecast admin: /metrics", e);
+    console.warn("scorecast admin: /admin/stats", e);
   }
   if (token) refreshQueues().catch(() => {});
+  // Bans and admin actions made elsewhere (another operator, a tool) show within 5 s.
+  if (token && ++polls % 5 === 0) Promise.all([refreshBans(), refreshAudit()]).catch(() => {});
 }
 
-/** A small line chart of every series in `map` (one color each), scaled to the largest value. */
-function draw(canvas, map) {
+let polls = 0;
+
+/** "HH:MM:SS" of a time in UTC. */
+const clockText = (ms) => new Date(ms).toISOString().slice(11, 19);
+
+/**
+ * A line chart of every series in `map` (one color each) over the last 60 s: the y axis from 0
+ * to the largest value (labelled with `unit`), the x axis labelled in UTC.
+ */
+function draw(canvas, map, now, unit) {
   const ctx = canvas.getContext("2d");
   const { width: w, height: h } = canvas;
+  const left = 34;
+  const bottom = h - 16;
+  const top = 8;
   ctx.clearRect(0, 0, w, h);
-  const max = Math.max(1, ...[...map.values()].flat());
+  const all = [...map.values()].flat();
+  const max = Math.max(1, ...all.map((p) => p.v));
+  ctx.strokeStyle = "#263049";
   ctx.fillStyle = "#8d98b0";
   ctx.font = "10px system-ui";
-  ctx.fillText(formatThousands(Math.ceil(max)), 4, 12);
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(left, top);
+  ctx.lineTo(left, bottom);
+  ctx.lineTo(w - 2, bottom);
+  ctx.stroke();
+  const yLabel = (v) => (max < 10 && v % 1 ? v.toFixed(1) : formatThousands(Math.round(v)));
+  ctx.textAlign = "right";
+  ctx.fillText(`${yLabel(max)}${unit}`, left - 3, top + 8);
+  ctx.fillText(`0`, left - 3, bottom);
+  ctx.textAlign = "center";
+  const x = (t) => left + ((t - (now - WINDOW_MS)) / WINDOW_MS) * (w - 2 - left);
+  for (const back of [60, 30, 0]) {
+    const t = now - back * 1000;
+    ctx.fillText(back ? clockText(t) : `${clockText(t)} UTC`, Math.min(Math.max(x(t), left + 20), w - 40), h - 3);
+  }
   let i = 0;
   let last = 0;
   let points = 0;
@@ -468,19 +751,20 @@ function draw(canvas, map) {
     ctx.strokeStyle = COLORS[i++ % COLORS.length];
     ctx.lineWidth = 1.5;
     ctx.beginPath();
-    values.forEach((v, x) => {
-      const px = (x / (CHART_POINTS - 1)) * w;
-      const py = h - 4 - (v / max) * (h - 18);
-      if (x === 0) ctx.moveTo(px, py);
-      else ctx.lineTo(px, py);
+    values.forEach((p, k) => {
+      const py = bottom - (p.v / max) * (bottom - top);
+      if (k === 0) ctx.moveTo(x(p.t), py);
+      else ctx.lineTo(x(p.t), py);
     });
     ctx.stroke();
     points = Math.max(points, values.length);
-    last += values.at(-1) ?? 0;
+    last += values.at(-1)?.v ?? 0;
   }
-  // For tests and tools: how many points are drawn and the sum of the latest values.
+  // For tests and tools: how many points are drawn, the sum of the latest values, the window.
   canvas.dataset.points = String(points);
   canvas.dataset.last = String(last);
+  canvas.dataset.from = clockText(now - WINDOW_MS);
+  canvas.dataset.to = clockText(now);
 }
 
 // ---- small DOM helpers -----------------------------------------------------------------------
@@ -495,16 +779,39 @@ function row(cells) {
   return tr;
 }
 
+/**
+ * Replaces the rows of `tbody`; with none, one row saying `empty` across the table's columns (or
+ * `cols`).
+ */
+function fill(tbody, rows, empty, cols) {
+  if (rows.length) {
+    tbody.replaceChildren(...rows);
+    return;
+  }
+  const tr = document.createElement("tr");
+  tr.className = "empty";
+  const td = document.createElement("td");
+  td.colSpan = cols ?? tbody.closest("table").querySelectorAll("thead th").length;
+  td.textContent = empty;
+  tr.append(td);
+  tbody.replaceChildren(tr);
+}
+
 function actions(list) {
   const td = document.createElement("td");
   td.className = "actions";
-  for (const [label, action, run, cls] of list) {
+  for (const [label, action, run, cls, key] of list) {
     const b = document.createElement("button");
     b.type = "button";
     b.textContent = label;
     b.dataset.label = label;
     b.dataset.action = action;
     if (cls) b.className = cls;
+    if (key) {
+      b.dataset.key = key;
+      const left = (armedKeys.get(key) ?? 0) - Date.now();
+      if (left > 0) arm(b, left);
+    }
     b.addEventListener("click", () => run(b));
     td.append(b);
   }

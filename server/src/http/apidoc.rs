@@ -138,6 +138,11 @@ fn query_bounds() -> Vec<(&'static str, &'static str, Bound)> {
         ),
         ("/admin/queues/{q}/dead", "offset", range_or(0, offset, 0)),
         (
+            "/admin/boards/{board}/players",
+            "q",
+            Bound::MaxChars(super::console::MAX_SEARCH_CHARS),
+        ),
+        (
             "/admin/queues/{q}/claim",
             "lease_ms",
             range(1, queues::MAX_LEASE_MS as i64),

@@ -6,7 +6,9 @@ mod audit;
 mod batch;
 mod log;
 mod moderation;
+mod names;
 mod revocation;
+mod stats;
 mod tournament;
 
 use std::sync::Arc;
@@ -24,7 +26,9 @@ use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
+pub use names::{NameHits, SCAN_BUDGET};
 pub use revocation::Revoked;
+pub use stats::{Counters, InstanceCounters, FRESH_MS};
 pub use tournament::Joined;
 
 /// A run a player started on a verified board (`Store::start_run`).
