@@ -47,6 +47,9 @@ pub const MAX_BULK_BYTES: usize = 1 << 20;
 pub const MAX_REASON_CHARS: usize = 500;
 /// Most jobs one call claims, and most acks it carries (`claim_batch`, `ack_batch_next`).
 pub const MAX_CLAIM_BATCH: usize = 100;
+/// How often an instance writes a queue's name to the `sc:queues` index again while it
+/// enqueues (the index only grows, so once is enough unless Redis lost it).
+const INDEX_AGAIN: Duration = Duration::from_secs(1);
 /// Lapsed leases reaped and due jobs promoted inline by each claim, at most.
 const INLINE_BOUND: u32 = 16;
 
@@ -63,6 +66,8 @@ struct Inner {
     pool: blocking::Pool,
     promoter: Wakeup,
     reaper: Wakeup,
+    /// When this instance last wrote each queue's name to the `sc:queues` index.
+    indexed: std::sync::Mutex<std::collections::HashMap<Id, std::time::Instant>>,
 }
 
 /// One queue.
@@ -90,6 +95,7 @@ impl Queues {
                 settings,
                 promoter: Wakeup::default(),
                 reaper: Wakeup::default(),
+                indexed: Default::default(),
             }),
         }
     }
@@ -235,9 +241,29 @@ impl Queue {
         let mut index = self.queues.conn();
         // The `sc:queues` index (which queues the promoter and the reaper look at) lives
         // outside the queue's slot, so it cannot be in the script; sent alongside it on the
-        // multiplexed connection, it costs no extra round trip. An index entry without a job
-        // is harmless.
-        let indexed = index.sadd::<_, _, ()>(keys::QUEUES, self.name.as_str());
+        // multiplexed connection, it costs no extra round trip, and at most once per
+        // INDEX_AGAIN per queue and instance, so a stream of enqueues costs Redis one command
+        // each. An index entry without a job is harmless.
+        let index_now = {
+            let mut seen = crate::sync::lock(&self.inner().indexed);
+            let now = std::time::Instant::now();
+            match seen.get(&self.name) {
+                Some(t) if now.duration_since(*t) < INDEX_AGAIN => false,
+                _ => {
+                    seen.insert(self.name.clone(), now);
+                    true
+                }
+            }
+        };
+        let indexed = async {
+            if index_now {
+                index
+                    .sadd::<_, _, ()>(keys::QUEUES, self.name.as_str())
+                    .await
+            } else {
+                Ok(())
+            }
+        };
         let mut inv = self.invoke(&scripts::Q_ENQUEUE);
         inv.arg(self.inner().clock.arg());
         for p in &prepared {
@@ -256,6 +282,9 @@ impl Queue {
         let started = std::time::Instant::now();
         let (indexed, v) = tokio::join!(indexed, inv.invoke_async::<Value>(&mut c));
         crate::metrics::script_done("q_enqueue", started);
+        if indexed.is_err() {
+            crate::sync::lock(&self.inner().indexed).remove(&self.name);
+        }
         indexed?;
         let (_, r) = reply::split(v?)?;
         let mut earliest: Option<i64> = None;

@@ -29,7 +29,7 @@ use serde_json::json;
 
 const USAGE: &str = "\
 usage: loadgen_queues --bullmq DIR [--jobs 20000] [--producers 64] [--workers 8] [--batch 16]
-                      [--chunk 100] [--rounds 2] [--quick]
+                      [--chunk 100] [--rounds 2] [--current-thread] [--quick]
   DIR holds queues.mjs with bullmq installed (cargo xtask bench -- --queues does it)";
 
 struct Args {
@@ -40,6 +40,8 @@ struct Args {
     batch: usize,
     chunk: u64,
     rounds: usize,
+    /// Scorecast's side on a current-thread Tokio runtime instead of the multi-thread one.
+    current_thread: bool,
 }
 
 impl Args {
@@ -52,11 +54,16 @@ impl Args {
             batch: 16,
             chunk: 100,
             rounds: 2,
+            current_thread: false,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
             match flag.as_str() {
                 "--queues" => continue,
+                "--current-thread" => {
+                    a.current_thread = true;
+                    continue;
+                }
                 "--quick" => {
                     a.jobs = 5_000;
                     continue;
@@ -113,9 +120,15 @@ fn main() -> anyhow::Result<()> {
         "{} has no queues.mjs with bullmq installed",
         dir.display()
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = if a.current_thread {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+    };
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
         "queues: Scorecast vs BullMQ {} — {} jobs, {} producers, {}-way consumption, {} rounds, {cpus} CPUs",
@@ -126,7 +139,8 @@ fn main() -> anyhow::Result<()> {
         a.rounds
     );
     println!(
-        "  Scorecast: the Rust library (scorecast_server::queue) on one multiplexed connection, as a Rust studio runs it;"
+        "  Scorecast: the Rust library (scorecast_server::queue) on one multiplexed connection, as a Rust studio runs it ({} Tokio runtime);",
+        if a.current_thread { "current-thread" } else { "multi-thread" }
     );
     println!(
         "             consumers: {} tasks, claim_batch / ack_batch_next of up to {} jobs (ack and claim in one call)",
