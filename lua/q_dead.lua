@@ -3,7 +3,8 @@
 --
 -- ARGV[1] offset   ARGV[2] limit
 --
--- Returns {'ok', total, then per job: id, job JSON, attempts, died_at_ms}
+-- Returns {'ok', total, then per job: id, job JSON, attempts, died_at_ms, attempt history
+--   (the JSON array q_history keeps; '' when none)}
 
 local rows = redis.call('ZREVRANGE', Q.dead, tonumber(ARGV[1]), tonumber(ARGV[1]) + tonumber(ARGV[2]) - 1, 'WITHSCORES')
 local out = {'ok', redis.call('ZCARD', Q.dead)}
@@ -13,5 +14,6 @@ for i = 1, #rows, 2 do
   out[#out + 1] = redis.call('HGET', Q.jobs, id) or ''
   out[#out + 1] = q_num(id, 'a')
   out[#out + 1] = tonumber(rows[i + 1])
+  out[#out + 1] = q_field(id, 'h') or ''
 end
 return out

@@ -4,7 +4,9 @@
 --
 -- ARGV[1] job id   ARGV[2] lease token   ARGV[3] delay_ms ('' = backoff)
 -- ARGV[4] backoff base ms   ARGV[5] backoff cap ms   ARGV[6] jitter in [0, 1) (from the server)
--- ARGV[7] now_ms override ('' = Redis TIME)
+-- ARGV[7] now_ms override ('' = Redis TIME)   ARGV[8] why it failed ('' = not said)
+--
+-- The failed attempt is recorded in the job's history (q_history) whatever comes next.
 --
 -- Backoff after attempt a: d = min(cap, base * 2^(a-1)), delay = d/2 + jitter * d/2 ("equal
 -- jitter": spread out, yet never shorter than the previous attempt's longest delay).
@@ -15,6 +17,9 @@
 local id = ARGV[1]
 if not q_held(id, ARGV[2]) then return q_lost(id) end
 local now = now_ms(ARGV[7])
+local reason = ARGV[8]
+if reason == '' then reason = nil end
+q_history(id, now, reason)
 redis.call('ZREM', Q.processing, id)
 redis.call('HDEL', Q.state, id .. ':t')
 local attempts = q_num(id, 'a')

@@ -110,8 +110,6 @@ pub static Q_POP: LazyLock<Script> =
     LazyLock::new(|| with_qlib(include_str!("../../lua/q_pop.lua")));
 pub static Q_TAKE: LazyLock<Script> =
     LazyLock::new(|| with_qlib(include_str!("../../lua/q_take.lua")));
-pub static Q_ACK: LazyLock<Script> =
-    LazyLock::new(|| with_qlib(include_str!("../../lua/q_ack.lua")));
 pub static Q_NACK: LazyLock<Script> =
     LazyLock::new(|| with_qlib(include_str!("../../lua/q_nack.lua")));
 pub static Q_EXTEND: LazyLock<Script> =

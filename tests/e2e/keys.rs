@@ -184,6 +184,13 @@ fn routes() -> Vec<(Method, &'static str, &'static str, Value, Scope)> {
         ),
         (
             m("POST"),
+            "/admin/queues/{q}/jobs/bulk",
+            "/admin/queues/q/jobs/bulk",
+            json!({"jobs": [{"kind": "k", "id": "j3"}]}),
+            Admin,
+        ),
+        (
+            m("POST"),
             "/admin/queues/{q}/claim",
             "/admin/queues/q/claim",
             Value::Null,

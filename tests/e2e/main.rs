@@ -22,6 +22,7 @@ mod packing;
 mod previous_rank;
 mod proxies;
 mod queues;
+mod queues_batch;
 mod refusals;
 mod revocation;
 mod runs_ws;

@@ -150,3 +150,46 @@ pub fn views(ctx: &Ctx, tools: &Tools, args: &[String]) -> Result<()> {
         .env("SCORECAST_REDIS_SERVER", &tools.redis_server))
     .context("loadgen_views failed")
 }
+
+/// The BullMQ side of `--queues` (`tests/bench/bullmq`: its script and pinned package).
+const BULLMQ_FILES: [&str; 3] = ["queues.mjs", "package.json", "package-lock.json"];
+
+/// `cargo xtask bench -- --queues [ARGS]`: Scorecast's queues beside BullMQ
+/// (`tests/src/bin/loadgen_queues.rs`). BullMQ is copied with its script to
+/// `target/bench-bullmq` and `npm ci`ed there (never globally), then both are run.
+pub fn queues(ctx: &Ctx, tools: &Tools, args: &[String]) -> Result<()> {
+    if crate::util::which("node", &[]).is_none() || crate::util::which("npm", &[]).is_none() {
+        anyhow::bail!("node and npm are needed for the BullMQ side of --queues");
+    }
+    let src = ctx.root.join("tests/bench/bullmq");
+    let dst = ctx.target_dir.join("bench-bullmq");
+    std::fs::create_dir_all(&dst).with_context(|| format!("creating {}", dst.display()))?;
+    let mut changed = false;
+    for f in BULLMQ_FILES {
+        let from = src.join(f);
+        let new = std::fs::read(&from).with_context(|| format!("reading {}", from.display()))?;
+        if std::fs::read(dst.join(f)).ok().as_deref() != Some(&new[..]) {
+            std::fs::write(dst.join(f), &new)?;
+            changed = true;
+        }
+    }
+    if changed || !dst.join("node_modules/bullmq").is_dir() {
+        npm_install(&dst)?;
+    }
+    run(&mut ctx.cargo([
+        "build",
+        "--release",
+        "-p",
+        "scorecast-tests",
+        "--bin",
+        "loadgen_queues",
+    ]))
+    .context("building loadgen_queues failed")?;
+    run(Command::new(ctx.target_dir.join("release/loadgen_queues"))
+        .args(args)
+        .arg("--bullmq")
+        .arg(&dst)
+        .current_dir(&ctx.root)
+        .env("SCORECAST_REDIS_SERVER", &tools.redis_server))
+    .context("loadgen_queues failed")
+}

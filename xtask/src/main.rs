@@ -47,7 +47,8 @@ commands:
                              hostile validator; --quick: a run of a few minutes
                              (-- --views [--players N | --sizes 1000,10000] [--rounds R]:
                              live ranks; -- --verified-only / --no-verified: only / without
-                             verified runs)
+                             verified runs; -- --queues [--jobs N] [--rounds R]: Scorecast's
+                             queues beside BullMQ, installed under target/bench-bullmq)
   chaos [-- ARGS]            setup, then the fault run: redis-server, server and queue
                              workers SIGKILLed mid-load, stalled spectators; prints figures
   fuzz [TARGET] [-- SECONDS] fuzz client_msg and/or codec (nightly + cargo-fuzz), 60 s each";
@@ -116,6 +117,10 @@ fn try_main() -> Result<ExitCode> {
             let tools = setup::run(&ctx, setup::Needs::redis_only())?;
             if extra.iter().any(|a| a == "--views") {
                 bench::views(&ctx, &tools, &extra)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if extra.iter().any(|a| a == "--queues") {
+                bench::queues(&ctx, &tools, &extra)?;
                 return Ok(ExitCode::SUCCESS);
             }
             if !bench::loadgen_exists(&ctx) {

@@ -24,7 +24,7 @@ use utoipa::OpenApi;
 
 use super::ops::ApiDoc;
 use super::{admin, moderation, public, queues, MAX_BODY, MAX_HEAD};
-use crate::queue::{MAX_ATTEMPTS, MAX_PRIORITY};
+use crate::queue::{MAX_ATTEMPTS, MAX_CLAIM_BATCH, MAX_PRIORITY};
 
 /// The id alphabet as a JSON Schema `pattern` (beside `minLength` 1 and `maxLength`
 /// [`MAX_ID_LEN`]): characters of `[A-Za-z0-9_.-]`, at least one of them not a `.`.
@@ -148,6 +148,21 @@ fn query_bounds() -> Vec<(&'static str, &'static str, Bound)> {
             range(1, queues::MAX_LEASE_MS as i64),
         ),
         ("/admin/queues/{q}/claim", "wait_ms", at_least(0)),
+        (
+            "/admin/queues/{q}/claim",
+            "max",
+            range(1, MAX_CLAIM_BATCH as i64),
+        ),
+        (
+            "/admin/queues/{q}/jobs/{id}/ack",
+            "lease_ms",
+            range(1, queues::MAX_LEASE_MS as i64),
+        ),
+        (
+            "/admin/queues/{q}/jobs/{id}/ack",
+            "max",
+            range(1, MAX_CLAIM_BATCH as i64),
+        ),
     ]
 }
 
@@ -174,6 +189,11 @@ fn body_bounds() -> Vec<(&'static str, &'static str, Bound)> {
         ),
         ("EnqueueBody", "run_at_ms", at_least(0)),
         ("EnqueueBody", "delay_ms", at_least(0)),
+        (
+            "NackBody",
+            "reason",
+            Bound::MaxChars(crate::queue::MAX_REASON_CHARS),
+        ),
         (
             "ExtendBody",
             "lease_ms",

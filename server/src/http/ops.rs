@@ -63,7 +63,7 @@ pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> Ht
         super::moderation::put_ban, super::moderation::delete_ban, super::moderation::list_bans,
         super::moderation::get_board, super::moderation::delete_board, super::console::queues,
         super::console::find_players, super::console::stats,
-        super::queues::enqueue, super::queues::counts, super::queues::claim, super::queues::ack,
+        super::queues::enqueue, super::queues::enqueue_bulk, super::queues::counts, super::queues::claim, super::queues::ack,
         super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
         super::validators::put_validator, super::validators::get_validator,
         super::validators::delete_validator, super::validators::list_validators,

@@ -10,7 +10,10 @@ use serde_json::value::RawValue;
 
 use super::extract::{Admin, Reader};
 use crate::error::{AppError, AppResult};
-use crate::queue::{Counts, Lease, NewJob, When, MAX_ATTEMPTS, MAX_PRIORITY};
+use crate::queue::{
+    Attempt, Claimed, Counts, Lease, NewJob, When, MAX_ATTEMPTS, MAX_BULK_JOBS, MAX_CLAIM_BATCH,
+    MAX_PRIORITY,
+};
 use crate::state::AppState;
 
 /// Longest lease a claim or extend may ask for (a day).
@@ -110,6 +113,52 @@ pub async fn enqueue(
     }))
 }
 
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkBody {
+    /// 1–1000 jobs, each as `POST /admin/queues/{q}/jobs` takes one (the whole request at
+    /// most 64 KiB).
+    pub jobs: Vec<EnqueueBody>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct BulkEnqueued {
+    /// The jobs' ids, in the order given.
+    pub ids: Vec<String>,
+}
+
+/// Enqueues many jobs in one step, all or none: one bad job is 400 (naming `jobs[i]`), one id
+/// already in the queue 409, and then nothing is enqueued.
+#[utoipa::path(params(("q" = String, Path)), request_body = BulkBody, responses((status = 201, body = BulkEnqueued), (status = 400), (status = 409)), tag = "queues", security(("admin" = [])))]
+#[post("/admin/queues/{q}/jobs/bulk")]
+pub async fn enqueue_bulk(
+    _: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Json<BulkBody>,
+) -> AppResult<HttpResponse> {
+    let q = queue(&st, &path)?;
+    let body = body.into_inner();
+    if !(1..=MAX_BULK_JOBS).contains(&body.jobs.len()) {
+        return Err(AppError::bad_request(format!(
+            "jobs must hold 1..={MAX_BULK_JOBS} jobs, got {}",
+            body.jobs.len()
+        )));
+    }
+    let jobs = body
+        .jobs
+        .into_iter()
+        .enumerate()
+        .map(|(i, j)| {
+            new_job(j).map_err(|e| AppError::new(e.code, format!("jobs[{i}]: {}", e.message)))
+        })
+        .collect::<AppResult<Vec<_>>>()?;
+    let placed = q.enqueue_bulk(jobs).await?;
+    Ok(HttpResponse::Created().json(BulkEnqueued {
+        ids: placed.into_iter().map(|(id, _)| id.into_string()).collect(),
+    }))
+}
+
 /// Jobs per state.
 #[utoipa::path(params(("q" = String, Path)), responses((status = 200, body = Counts)), tag = "queues", security(("admin" = [])))]
 #[get("/admin/queues/{q}")]
@@ -129,6 +178,9 @@ pub struct ClaimQuery {
     pub wait_ms: Option<u64>,
     /// Lease length (1 ..= 86400000, default 30000).
     pub lease_ms: Option<u64>,
+    /// Claim up to this many jobs in one step (1 ..= 100); the answer is then
+    /// `{"claims":[{"job","lease"}, ...]}`, each job with a lease of its own.
+    pub max: Option<usize>,
 }
 
 /// A claimed job as a worker sees it.
@@ -148,9 +200,61 @@ pub struct ClaimResponse<'a> {
     pub lease: Lease,
 }
 
-/// Claims the best ready job under a lease (at-least-once), waiting up to `wait_ms`; 204 when
-/// none came.
-#[utoipa::path(params(("q" = String, Path), ClaimQuery), responses((status = 200, body = ClaimResponse), (status = 204)), tag = "queues", security(("admin" = [])))]
+/// The answer of a claim with `max`: one entry per job claimed (at least one).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ClaimsResponse<'a> {
+    pub claims: Vec<ClaimResponse<'a>>,
+}
+
+fn claim_response(c: &Claimed) -> ClaimResponse<'_> {
+    ClaimResponse {
+        job: ClaimedJob {
+            id: &c.job.id,
+            kind: &c.job.kind,
+            payload: &c.job.payload,
+            priority: c.job.priority,
+            attempts: c.job.attempts,
+        },
+        lease: c.lease.clone(),
+    }
+}
+
+/// `200` with the claimed jobs (`{"job","lease"}`, or `{"claims":[...]}` when `max` was given),
+/// `204` when none came.
+fn claimed_answer(claimed: &[Claimed], max: Option<usize>) -> HttpResponse {
+    match (claimed, max) {
+        ([], _) => HttpResponse::NoContent().finish(),
+        ([c, ..], None) => HttpResponse::Ok().json(claim_response(c)),
+        (all, Some(_)) => HttpResponse::Ok().json(ClaimsResponse {
+            claims: all.iter().map(claim_response).collect(),
+        }),
+    }
+}
+
+/// The lease and batch size of a claim: defaults, and `bad_request` out of bounds.
+fn lease_and_max(
+    st: &AppState,
+    lease_ms: Option<u64>,
+    max: Option<usize>,
+) -> AppResult<(Duration, usize)> {
+    let lease_ms = lease_ms.unwrap_or(st.settings.queues.default_lease_ms);
+    if !(1..=MAX_LEASE_MS).contains(&lease_ms) {
+        return Err(AppError::bad_request(format!(
+            "lease_ms must be 1..={MAX_LEASE_MS}"
+        )));
+    }
+    let max = max.unwrap_or(1);
+    if !(1..=MAX_CLAIM_BATCH).contains(&max) {
+        return Err(AppError::bad_request(format!(
+            "max must be 1..={MAX_CLAIM_BATCH}"
+        )));
+    }
+    Ok((Duration::from_millis(lease_ms), max))
+}
+
+/// Claims the best ready job (or up to `max` of them) under a lease (at-least-once), waiting
+/// up to `wait_ms`; 204 when none came.
+#[utoipa::path(params(("q" = String, Path), ClaimQuery), responses((status = 200, body = ClaimResponse, description = "without `max`; with it: ClaimsResponse"), (status = 204), (status = 400)), tag = "queues", security(("admin" = [])))]
 #[post("/admin/queues/{q}/claim")]
 pub async fn claim(
     _: Admin,
@@ -167,31 +271,14 @@ pub async fn claim(
             s.max_wait_ms
         )));
     }
-    let lease_ms = query.lease_ms.unwrap_or(s.default_lease_ms);
-    if !(1..=MAX_LEASE_MS).contains(&lease_ms) {
-        return Err(AppError::bad_request(format!(
-            "lease_ms must be 1..={MAX_LEASE_MS}"
-        )));
-    }
-    let lease = Duration::from_millis(lease_ms);
+    let (lease, max) = lease_and_max(&st, query.lease_ms, query.max)?;
     let claimed = if wait_ms == 0 {
-        q.claim(lease).await?
+        q.claim_batch(lease, max).await?
     } else {
-        q.claim_wait(lease, Duration::from_millis(wait_ms)).await?
+        q.claim_batch_wait(lease, max, Duration::from_millis(wait_ms))
+            .await?
     };
-    let Some(c) = claimed else {
-        return Ok(HttpResponse::NoContent().finish());
-    };
-    Ok(HttpResponse::Ok().json(ClaimResponse {
-        job: ClaimedJob {
-            id: &c.job.id,
-            kind: &c.job.kind,
-            payload: &c.job.payload,
-            priority: c.job.priority,
-            attempts: c.job.attempts,
-        },
-        lease: c.lease.clone(),
-    }))
+    Ok(claimed_answer(&claimed, query.max))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -207,6 +294,8 @@ pub struct NackBody {
     /// Back in ready after this long (at most 366 days); default: exponential backoff with
     /// jitter.
     pub delay_ms: Option<u64>,
+    /// Why the attempt failed (at most 500 characters), kept in the job's attempt history.
+    pub reason: Option<String>,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -226,18 +315,42 @@ fn job_path(st: &AppState, path: &(String, String)) -> AppResult<(crate::queue::
     Ok((queue(st, &path.0)?, AppState::id(&path.1)?))
 }
 
-/// Finishes a claimed job. A token no longer valid: 409 `lease_lost`.
-#[utoipa::path(params(("q" = String, Path), ("id" = String, Path)), request_body = AckBody, responses((status = 204), (status = 409)), tag = "queues", security(("admin" = [])))]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct AckQuery {
+    /// `true`: also claim the next job in the same step, and answer as `claim` does.
+    pub next: Option<bool>,
+    /// With `next`: the new lease's length (1 ..= 86400000, default 30000).
+    pub lease_ms: Option<u64>,
+    /// With `next`: claim up to this many (1 ..= 100), answered as `{"claims":[...]}`.
+    pub max: Option<usize>,
+}
+
+/// Finishes a claimed job; with `next=true` also claims the next one(s) in the same step
+/// (200 as `claim`, 204 when none was ready). A token no longer valid: 409 `lease_lost`, and
+/// nothing is acked or claimed.
+#[utoipa::path(params(("q" = String, Path), ("id" = String, Path), AckQuery), request_body = AckBody, responses((status = 200, body = ClaimResponse, description = "with `next=true`: as `claim`"), (status = 204), (status = 400), (status = 409)), tag = "queues", security(("admin" = [])))]
 #[post("/admin/queues/{q}/jobs/{id}/ack")]
 pub async fn ack(
     _: Admin,
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
+    query: web::Query<AckQuery>,
     body: web::Json<AckBody>,
 ) -> AppResult<HttpResponse> {
     let (q, id) = job_path(&st, &path)?;
-    q.ack(&id, &body.token).await?;
-    Ok(HttpResponse::NoContent().finish())
+    if query.next != Some(true) {
+        if query.lease_ms.is_some() || query.max.is_some() {
+            return Err(AppError::bad_request("lease_ms and max go with next=true"));
+        }
+        q.ack(&id, &body.token).await?;
+        return Ok(HttpResponse::NoContent().finish());
+    }
+    let (lease, max) = lease_and_max(&st, query.lease_ms, query.max)?;
+    let claimed = q
+        .ack_batch_next(&[(&id, body.token.as_str())], lease, max)
+        .await?;
+    Ok(claimed_answer(&claimed, query.max))
 }
 
 /// Gives a claimed job back (after `delay_ms`, else backoff); dead letters past max_attempts.
@@ -250,8 +363,13 @@ pub async fn nack(
     body: web::Json<NackBody>,
 ) -> AppResult<HttpResponse> {
     let (q, id) = job_path(&st, &path)?;
-    q.nack(&id, &body.token, body.delay_ms.map(Duration::from_millis))
-        .await?;
+    q.nack_because(
+        &id,
+        &body.token,
+        body.delay_ms.map(Duration::from_millis),
+        body.reason.as_deref(),
+    )
+    .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -287,6 +405,8 @@ pub struct DeadView<'a> {
     pub attempts: u32,
     pub max_attempts: u32,
     pub died_at_ms: i64,
+    /// Its failed attempts, oldest first (the last ten).
+    pub history: &'a [Attempt],
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -338,6 +458,7 @@ pub async fn dead(
             attempts: d.job.attempts,
             max_attempts: d.job.max_attempts,
             died_at_ms: d.died_at_ms,
+            history: &d.history,
         })
         .collect();
     Ok(HttpResponse::Ok().json(DeadList { total, jobs }))
@@ -366,6 +487,7 @@ pub async fn retry(
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(enqueue)
+        .service(enqueue_bulk)
         .service(counts)
         .service(claim)
         .service(ack)

@@ -31,7 +31,13 @@ pub async fn settle(
         }
         Err(e) => {
             tracing::warn!(job = %c.job.id, kind = %c.job.kind, attempts = c.job.attempts, error = %e, "job failed");
-            q.nack(&id, &c.lease.token, None).await?;
+            let reason: String = e
+                .to_string()
+                .chars()
+                .take(crate::queue::MAX_REASON_CHARS)
+                .collect();
+            q.nack_because(&id, &c.lease.token, None, Some(&reason))
+                .await?;
             Ok(false)
         }
     }

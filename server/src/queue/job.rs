@@ -157,6 +157,23 @@ pub struct Counts {
 pub struct DeadJob {
     pub job: Job,
     pub died_at_ms: i64,
+    /// Its failed attempts, oldest first (the last ten).
+    pub history: Vec<Attempt>,
+}
+
+/// One failed attempt of a job: a nack, or a lease that lapsed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Attempt {
+    /// Which attempt (1 = the first claim).
+    pub attempt: u32,
+    /// The first 8 characters of that attempt's lease token, to tell workers' leases apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+    /// When it failed (ms since the epoch, on the queue's clock).
+    pub at_ms: i64,
+    /// The nack's reason, or `lease lapsed`; absent when a nack gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What one promoter or reaper step did.

@@ -38,6 +38,18 @@ pub const MAX_ATTEMPTS: u32 = 1000;
 /// 366 days. Beyond that a time is far more likely a unit mistake than a plan, and a job parked
 /// there would never run nor dead-letter.
 pub const MAX_SCHEDULE_AHEAD_MS: i64 = 366 * 86_400_000;
+/// Most jobs one bulk enqueue takes.
+pub const MAX_BULK_JOBS: usize = 1000;
+/// Most bytes of stored job bodies (payload and fields) one bulk enqueue takes: 1 MiB, so one
+/// script call never holds Redis for long. (Over HTTP the 64 KiB request limit comes first.)
+pub const MAX_BULK_BYTES: usize = 1 << 20;
+/// Longest reason a nack may give, in characters.
+pub const MAX_REASON_CHARS: usize = 500;
+/// Most jobs one call claims, and most acks it carries (`claim_batch`, `ack_batch_next`).
+pub const MAX_CLAIM_BATCH: usize = 100;
+/// How often an instance writes a queue's name to the `sc:queues` index again while it
+/// enqueues (the index only grows, so once is enough unless Redis lost it).
+const INDEX_AGAIN: Duration = Duration::from_secs(1);
 /// Lapsed leases reaped and due jobs promoted inline by each claim, at most.
 const INLINE_BOUND: u32 = 16;
 
@@ -54,6 +66,8 @@ struct Inner {
     pool: blocking::Pool,
     promoter: Wakeup,
     reaper: Wakeup,
+    /// When this instance last wrote each queue's name to the `sc:queues` index.
+    indexed: std::sync::Mutex<std::collections::HashMap<Id, std::time::Instant>>,
 }
 
 /// One queue.
@@ -81,6 +95,7 @@ impl Queues {
                 settings,
                 promoter: Wakeup::default(),
                 reaper: Wakeup::default(),
+                indexed: Default::default(),
             }),
         }
     }
@@ -126,6 +141,25 @@ fn ms(d: Duration) -> u64 {
     d.as_millis().min(u64::MAX as u128) as u64
 }
 
+/// A job checked and ready to store.
+struct Prepared {
+    id: Id,
+    body: String,
+    priority: u8,
+    max_attempts: u32,
+    when: When,
+}
+
+/// `bad_request` unless `n` is in `min..=MAX_CLAIM_BATCH`.
+fn check_batch(what: &str, n: usize, min: usize) -> AppResult<()> {
+    if (min..=MAX_CLAIM_BATCH).contains(&n) {
+        return Ok(());
+    }
+    Err(AppError::bad_request(format!(
+        "{what} must be {min}..={MAX_CLAIM_BATCH}"
+    )))
+}
+
 fn fresh_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
@@ -160,6 +194,127 @@ impl Queue {
 
     /// [`Queue::enqueue`], also saying where the job went.
     pub async fn enqueue_placed(&self, job: NewJob) -> AppResult<(Id, Placed)> {
+        // unwrap: one job in, one out.
+        Ok(self.enqueue_bulk(vec![job]).await?.pop().unwrap())
+    }
+
+    /// Adds many jobs in one step (one script call), all-or-nothing: 1..=[`MAX_BULK_JOBS`]
+    /// jobs whose stored bodies add up to at most [`MAX_BULK_BYTES`]; every job is checked as
+    /// [`Queue::enqueue`] checks one (`bad_request`, naming the job's place in the list), ids
+    /// must differ (`bad_request`), and when one id is present in the queue none is enqueued
+    /// (`conflict`). Returns each job's id and where it went, in order.
+    pub async fn enqueue_bulk(&self, jobs: Vec<NewJob>) -> AppResult<Vec<(Id, Placed)>> {
+        if !(1..=MAX_BULK_JOBS).contains(&jobs.len()) {
+            return Err(AppError::bad_request(format!(
+                "a bulk enqueue takes 1..={MAX_BULK_JOBS} jobs, got {}",
+                jobs.len()
+            )));
+        }
+        let now = self.inner().clock.now_ms();
+        let many = jobs.len() > 1;
+        let mut prepared = Vec::with_capacity(jobs.len());
+        let mut bytes = 0usize;
+        let mut ids = std::collections::HashSet::with_capacity(jobs.len());
+        for (i, job) in jobs.into_iter().enumerate() {
+            let p = self.prepare(job, now).map_err(|e| {
+                if many {
+                    AppError::new(e.code, format!("jobs[{i}]: {}", e.message))
+                } else {
+                    e
+                }
+            })?;
+            if !ids.insert(p.id.clone()) {
+                return Err(AppError::bad_request(format!(
+                    "jobs[{i}]: job id {} appears twice in this call",
+                    p.id
+                )));
+            }
+            bytes += p.body.len();
+            prepared.push(p);
+        }
+        if bytes > MAX_BULK_BYTES {
+            return Err(AppError::bad_request(format!(
+                "the jobs add up to {bytes} bytes; at most {MAX_BULK_BYTES} in one call"
+            )));
+        }
+        let mut c = self.queues.conn();
+        let mut index = self.queues.conn();
+        // The `sc:queues` index (which queues the promoter and the reaper look at) lives
+        // outside the queue's slot, so it cannot be in the script; sent alongside it on the
+        // multiplexed connection, it costs no extra round trip, and at most once per
+        // INDEX_AGAIN per queue and instance, so a stream of enqueues costs Redis one command
+        // each. An index entry without a job is harmless.
+        let index_now = {
+            let mut seen = crate::sync::lock(&self.inner().indexed);
+            let now = std::time::Instant::now();
+            match seen.get(&self.name) {
+                Some(t) if now.duration_since(*t) < INDEX_AGAIN => false,
+                _ => {
+                    seen.insert(self.name.clone(), now);
+                    true
+                }
+            }
+        };
+        let indexed = async {
+            if index_now {
+                index
+                    .sadd::<_, _, ()>(keys::QUEUES, self.name.as_str())
+                    .await
+            } else {
+                Ok(())
+            }
+        };
+        let mut inv = self.invoke(&scripts::Q_ENQUEUE);
+        inv.arg(self.inner().clock.arg());
+        for p in &prepared {
+            let (when, at) = match p.when {
+                When::Now => ("", String::new()),
+                When::At(t) => ("at", t.to_string()),
+                When::In(d) => ("in", d.to_string()),
+            };
+            inv.arg(p.id.as_str())
+                .arg(&p.body)
+                .arg(p.priority)
+                .arg(p.max_attempts)
+                .arg(when)
+                .arg(at);
+        }
+        let started = std::time::Instant::now();
+        let (indexed, v) = tokio::join!(indexed, inv.invoke_async::<Value>(&mut c));
+        crate::metrics::script_done("q_enqueue", started);
+        if indexed.is_err() {
+            crate::sync::lock(&self.inner().indexed).remove(&self.name);
+        }
+        indexed?;
+        let (_, r) = reply::split(v?)?;
+        let mut earliest: Option<i64> = None;
+        let placed = prepared
+            .into_iter()
+            .zip(r[1..].chunks_exact(2))
+            .map(|(p, e)| {
+                let placed = match e.first().and_then(reply::text).as_deref() {
+                    Some("delayed") => {
+                        let due = e
+                            .get(1)
+                            .and_then(reply::int)
+                            .ok_or_else(|| reply::bad("due"))?;
+                        earliest = Some(earliest.map_or(due, |t| t.min(due)));
+                        Placed::Delayed { run_at_ms: due }
+                    }
+                    _ => Placed::Ready,
+                };
+                Ok((p.id, placed))
+            })
+            .collect::<AppResult<Vec<_>>>()?;
+        // An earlier due time than the promoter planned for: wake it.
+        if let Some(due) = earliest {
+            self.inner().promoter.wake_if_earlier(due);
+        }
+        Ok(placed)
+    }
+
+    /// Checks a job completely and builds its stored body.
+    fn prepare(&self, job: NewJob, now: i64) -> AppResult<Prepared> {
         let s = &self.inner().settings;
         let priority = job.priority.unwrap_or(s.default_priority);
         if priority > MAX_PRIORITY {
@@ -173,7 +328,6 @@ impl Queue {
                 "max_attempts must be 1..={MAX_ATTEMPTS}"
             )));
         }
-        let now = self.inner().clock.now_ms();
         match job.when {
             When::At(t) if t > now.saturating_add(MAX_SCHEDULE_AHEAD_MS) => {
                 return Err(AppError::bad_request(format!(
@@ -200,44 +354,13 @@ impl Queue {
             max_attempts,
         })
         .map_err(|e| AppError::bad_request(e.to_string()))?;
-        let (when, at) = match job.when {
-            When::Now => ("", String::new()),
-            When::At(t) => ("at", t.to_string()),
-            When::In(d) => ("in", d.to_string()),
-        };
-        let mut c = self.queues.conn();
-        let mut index = self.queues.conn();
-        // The `sc:queues` index (which queues the promoter and the reaper look at) lives
-        // outside the queue's slot, so it cannot be in the script; sent alongside it on the
-        // multiplexed connection, it costs no extra round trip. An index entry without a job
-        // is harmless.
-        let indexed = index.sadd::<_, _, ()>(keys::QUEUES, self.name.as_str());
-        let mut inv = self.invoke(&scripts::Q_ENQUEUE);
-        inv.arg(id.as_str())
-            .arg(body)
-            .arg(priority)
-            .arg(max_attempts)
-            .arg(when)
-            .arg(at)
-            .arg(self.inner().clock.arg());
-        let started = std::time::Instant::now();
-        let (indexed, v) = tokio::join!(indexed, inv.invoke_async::<Value>(&mut c));
-        crate::metrics::script_done("q_enqueue", started);
-        indexed?;
-        let (_, r) = reply::split(v?)?;
-        let placed = match r.first().and_then(reply::text).as_deref() {
-            Some("delayed") => {
-                let due = r
-                    .get(1)
-                    .and_then(reply::int)
-                    .ok_or_else(|| reply::bad("due"))?;
-                // An earlier due time than the promoter planned for: wake it.
-                self.inner().promoter.wake_if_earlier(due);
-                Placed::Delayed { run_at_ms: due }
-            }
-            _ => Placed::Ready,
-        };
-        Ok((id, placed))
+        Ok(Prepared {
+            id,
+            body,
+            priority,
+            max_attempts,
+            when: job.when,
+        })
     }
 
     /// The article's at-most-once poll (ZPOPMIN): the best ready job, removed from Redis.
@@ -290,68 +413,48 @@ impl Queue {
     /// At-least-once claim: the best ready job, moved to processing under a fresh lease of
     /// `lease`; counts one attempt. `None` when nothing is ready.
     pub async fn claim(&self, lease: Duration) -> AppResult<Option<Claimed>> {
-        Ok(self.try_claim(lease).await?.0)
+        Ok(self.claim_batch(lease, 1).await?.pop())
     }
 
-    /// Returns the claim, or when nothing was ready the next time something may become ready.
-    async fn try_claim(&self, lease: Duration) -> AppResult<(Option<Claimed>, Option<(i64, i64)>)> {
-        let lease_ms = ms(lease).max(1);
-        let token = fresh_token();
-        let mut c = self.queues.conn();
-        let started = std::time::Instant::now();
-        let v: Value = self
-            .invoke(&scripts::Q_CLAIM)
-            .arg(&token)
-            .arg(lease_ms)
-            .arg(self.inner().clock.arg())
-            .arg(INLINE_BOUND)
-            .invoke_async(&mut c)
-            .await?;
-        crate::metrics::script_done("q_claim", started);
-        let (tag, r) = reply::split(v)?;
-        if tag != "ok" {
-            let next = r.first().and_then(reply::int).filter(|t| *t >= 0);
-            let now = r.get(1).and_then(reply::int).unwrap_or(0);
-            return Ok((None, next.map(|n| (n, now))));
-        }
-        let job = job(r.get(1), r.get(2))?;
-        let expires_at_ms = r
-            .get(3)
-            .and_then(reply::int)
-            .ok_or_else(|| reply::bad("deadline"))?;
-        self.inner().reaper.wake_if_earlier(expires_at_ms);
-        Ok((
-            Some(Claimed {
-                job,
-                lease: Lease {
-                    token,
-                    expires_at_ms,
-                },
-            }),
-            None,
-        ))
+    /// Claims up to `max` (1..=[`MAX_CLAIM_BATCH`]) of the best ready jobs in one step, each
+    /// under a lease of its own (own token, one deadline); empty when nothing is ready.
+    pub async fn claim_batch(&self, lease: Duration, max: usize) -> AppResult<Vec<Claimed>> {
+        check_batch("max", max, 1)?;
+        Ok(self.settle_and_claim(&[], lease, max).await?.0)
     }
 
     /// [`Queue::claim`], waiting up to `wait` for a job. The wait blocks (BLPOP on the wake
     /// list) on a dedicated connection, never on the shared one; it also wakes by itself when a
     /// delayed job falls due or a lease lapses, so it needs no promoter to see those.
     pub async fn claim_wait(&self, lease: Duration, wait: Duration) -> AppResult<Option<Claimed>> {
+        Ok(self.claim_batch_wait(lease, 1, wait).await?.pop())
+    }
+
+    /// [`Queue::claim_batch`], waiting up to `wait` for at least one job (as
+    /// [`Queue::claim_wait`] does).
+    pub async fn claim_batch_wait(
+        &self,
+        lease: Duration,
+        max: usize,
+        wait: Duration,
+    ) -> AppResult<Vec<Claimed>> {
+        check_batch("max", max, 1)?;
         let deadline = tokio::time::Instant::now() + wait;
         let mut conn = None;
         loop {
-            let (claimed, next) = self.try_claim(lease).await?;
-            if claimed.is_some() {
+            let (claimed, next) = self.settle_and_claim(&[], lease, max).await?;
+            if !claimed.is_empty() {
                 return Ok(claimed);
             }
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             if left.is_zero() {
-                return Ok(None);
+                return Ok(claimed);
             }
             if conn.is_none() {
                 conn = self.inner().pool.get(left).await?;
             }
             let Some(c) = conn.as_mut() else {
-                return Ok(None); // no dedicated connection free within the wait
+                return Ok(claimed); // no dedicated connection free within the wait
             };
             // Block until a wake-up, the wait's end, or the next due time / lease deadline
             // (then the next claim promotes or reaps it inline).
@@ -368,18 +471,99 @@ impl Queue {
 
     /// Finishes a claimed job. A token that is no longer valid: `lease_lost`.
     pub async fn ack(&self, id: &Id, token: &str) -> AppResult<()> {
+        self.settle_and_claim(&[(id, token)], Duration::ZERO, 0)
+            .await
+            .map(|_| ())
+    }
+
+    /// Finishes a claimed job and claims the next one in the same step (one round trip):
+    /// `None` when nothing was ready (the ack is done). A token that is no longer valid:
+    /// `lease_lost`, and nothing is acked or claimed.
+    pub async fn ack_next(
+        &self,
+        id: &Id,
+        token: &str,
+        lease: Duration,
+    ) -> AppResult<Option<Claimed>> {
+        Ok(self
+            .settle_and_claim(&[(id, token)], lease, 1)
+            .await?
+            .0
+            .pop())
+    }
+
+    /// Finishes every job of `acks` (id, token; at most [`MAX_CLAIM_BATCH`]) and claims up to
+    /// `max` (0..=[`MAX_CLAIM_BATCH`]) next ones, in one step. All-or-nothing: one token that
+    /// is no longer valid is `lease_lost`, and nothing is acked or claimed.
+    pub async fn ack_batch_next(
+        &self,
+        acks: &[(&Id, &str)],
+        lease: Duration,
+        max: usize,
+    ) -> AppResult<Vec<Claimed>> {
+        check_batch("acks", acks.len(), 0)?;
+        check_batch("max", max, 0)?;
+        Ok(self.settle_and_claim(acks, lease, max).await?.0)
+    }
+
+    /// The one claim path (`q_claim.lua`): acks `acks`, then claims up to `max` jobs. When
+    /// jobs were wanted and none was ready, also the next time something may become ready
+    /// (and the clock then).
+    async fn settle_and_claim(
+        &self,
+        acks: &[(&Id, &str)],
+        lease: Duration,
+        max: usize,
+    ) -> AppResult<(Vec<Claimed>, Option<(i64, i64)>)> {
+        let lease_ms = ms(lease).max(1);
+        let tokens: Vec<String> = (0..max).map(|_| fresh_token()).collect();
+        let mut inv = self.invoke(&scripts::Q_CLAIM);
+        inv.arg(lease_ms)
+            .arg(self.inner().clock.arg())
+            .arg(INLINE_BOUND)
+            .arg(acks.len());
+        for (id, token) in acks {
+            inv.arg(id.as_str()).arg(*token);
+        }
+        for t in &tokens {
+            inv.arg(t);
+        }
         let mut c = self.queues.conn();
         let started = std::time::Instant::now();
-        let v: Value = self
-            .invoke(&scripts::Q_ACK)
-            .arg(id.as_str())
-            .arg(token)
-            .invoke_async(&mut c)
-            .await?;
-        crate::metrics::script_done("q_ack", started);
-        reply::split(v)?;
-        self.settled("acked");
-        Ok(())
+        let v: Value = inv.invoke_async(&mut c).await?;
+        crate::metrics::script_done(if acks.is_empty() { "q_claim" } else { "q_ack" }, started);
+        let (tag, r) = reply::split(v)?;
+        if !acks.is_empty() {
+            crate::metrics::JOBS
+                .with_label_values(&[self.name.as_str(), "acked"])
+                .inc_by(acks.len() as u64);
+        }
+        if tag != "ok" {
+            let next = r.first().and_then(reply::int).filter(|t| *t >= 0);
+            let now = r.get(1).and_then(reply::int).unwrap_or(0);
+            return Ok((Vec::new(), next.map(|n| (n, now))));
+        }
+        let expires_at_ms = r
+            .first()
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("deadline"))?;
+        let claimed = r[1..]
+            .chunks_exact(3)
+            .zip(tokens)
+            .map(|(e, token)| {
+                Ok(Claimed {
+                    job: job(e.get(1), e.get(2))?,
+                    lease: Lease {
+                        token,
+                        expires_at_ms,
+                    },
+                })
+            })
+            .collect::<AppResult<Vec<_>>>()?;
+        if !claimed.is_empty() {
+            self.inner().reaper.wake_if_earlier(expires_at_ms);
+        }
+        Ok((claimed, None))
     }
 
     /// Counts a settled job in `scorecast_jobs_total`.
@@ -392,6 +576,24 @@ impl Queue {
     /// Gives a claimed job back: after `delay` if given, else after exponential backoff with
     /// jitter; to dead letters when its attempts are used up.
     pub async fn nack(&self, id: &Id, token: &str, delay: Option<Duration>) -> AppResult<Requeued> {
+        self.nack_because(id, token, delay, None).await
+    }
+
+    /// [`Queue::nack`], saying why the attempt failed (at most [`MAX_REASON_CHARS`]
+    /// characters, else `bad_request`): the reason is kept in the job's attempt history, shown
+    /// with its dead letter.
+    pub async fn nack_because(
+        &self,
+        id: &Id,
+        token: &str,
+        delay: Option<Duration>,
+        reason: Option<&str>,
+    ) -> AppResult<Requeued> {
+        if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
+            return Err(AppError::bad_request(format!(
+                "reason must be at most {MAX_REASON_CHARS} characters"
+            )));
+        }
         if delay.is_some_and(|d| d.as_millis() > MAX_SCHEDULE_AHEAD_MS as u128) {
             return Err(AppError::bad_request(format!(
                 "delay_ms must be 0..={MAX_SCHEDULE_AHEAD_MS} (366 days)"
@@ -410,6 +612,7 @@ impl Queue {
             // The jitter comes from here, not from Lua's math.random.
             .arg(format!("{:.6}", rand::random::<f64>()))
             .arg(self.inner().clock.arg())
+            .arg(reason.unwrap_or(""))
             .invoke_async(&mut c)
             .await?;
         crate::metrics::script_done("q_nack", started);
@@ -510,14 +713,19 @@ impl Queue {
             .ok_or_else(|| reply::bad("total"))?
             .max(0) as u64;
         let jobs = r[1..]
-            .chunks_exact(4)
+            .chunks_exact(5)
             .map(|e| {
+                let history = match e.get(4).and_then(reply::text).as_deref() {
+                    None | Some("") => Vec::new(),
+                    Some(h) => serde_json::from_str(h).map_err(|_| reply::bad("history"))?,
+                };
                 Ok(DeadJob {
                     job: job(e.get(1), e.get(2))?,
                     died_at_ms: e
                         .get(3)
                         .and_then(reply::int)
                         .ok_or_else(|| reply::bad("died_at"))?,
+                    history,
                 })
             })
             .collect::<AppResult<Vec<_>>>()?;

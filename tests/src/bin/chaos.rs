@@ -12,7 +12,8 @@
 //! 2. **Scorecast SIGKILL + restart** on the same port, the same load: nothing acknowledged may be
 //!    lost (Redis kept it) and nothing counted twice (dedup).
 //! 3. **queue workers SIGKILLed at random** while 10 000 jobs are processed: worker processes
-//!    claim over HTTP with a short lease, record the job in Redis, then ack; one is killed and
+//!    claim over HTTP with a short lease, record the job in Redis, then ack it and claim the next
+//!    in one request (`ack?next=true`); one is killed and
 //!    replaced every `--kill-every-ms`. Jobs lost must be 0; a job done twice is the
 //!    at-least-once price of a kill between the work and its ack.
 //! 4. **stalled spectators**: `--stalled` clients subscribe to `top 100` over a tiny receive
@@ -507,7 +508,9 @@ struct QueueFigures {
     seconds: f64,
 }
 
-/// A queue worker process: claim (short lease) → record the job in Redis → ack, forever.
+/// A queue worker process: claim (short lease) → record the job in Redis → ack and claim the
+/// next job in the same request (`ack?next=true`), forever; a claim of its own only when the
+/// ack brought no job.
 async fn worker(port: u16, redis_url: String) -> anyhow::Result<()> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -516,19 +519,25 @@ async fn worker(port: u16, redis_url: String) -> anyhow::Result<()> {
         .get_multiplexed_async_connection()
         .await?;
     let base = format!("http://127.0.0.1:{port}/admin/queues/{QUEUE}");
+    let mut held: Option<Value> = None;
     loop {
-        let r = admin(
-            &http,
-            reqwest::Method::POST,
-            format!("{base}/claim?wait_ms=1000&lease_ms=1000"),
-        )
-        .send()
-        .await?;
-        if r.status() == reqwest::StatusCode::NO_CONTENT {
-            continue;
-        }
-        anyhow::ensure!(r.status().is_success(), "claim: {}", r.status());
-        let v: Value = r.json().await?;
+        let v = match held.take() {
+            Some(v) => v,
+            None => {
+                let r = admin(
+                    &http,
+                    reqwest::Method::POST,
+                    format!("{base}/claim?wait_ms=1000&lease_ms=1000"),
+                )
+                .send()
+                .await?;
+                if r.status() == reqwest::StatusCode::NO_CONTENT {
+                    continue;
+                }
+                anyhow::ensure!(r.status().is_success(), "claim: {}", r.status());
+                r.json().await?
+            }
+        };
         let id = v["job"]["id"].as_str().context("job id")?.to_owned();
         let token = v["lease"]["token"]
             .as_str()
@@ -539,14 +548,19 @@ async fn worker(port: u16, redis_url: String) -> anyhow::Result<()> {
             .arg(&id)
             .query_async(&mut redis)
             .await?;
-        admin(
+        let r = admin(
             &http,
             reqwest::Method::POST,
-            format!("{base}/jobs/{id}/ack"),
+            format!("{base}/jobs/{id}/ack?next=true&lease_ms=1000"),
         )
         .json(&json!({"token": token}))
         .send()
         .await?;
+        // 200: the next job, under a lease of its own; 204: nothing was ready; 409: the lease
+        // had lapsed (the job went to another worker).
+        if r.status() == reqwest::StatusCode::OK {
+            held = Some(r.json().await?);
+        }
     }
 }
 

@@ -1145,12 +1145,14 @@ async fn queue_bench(
     let body = r#"{"id":"x","kind":"bench","payload":{"n":1}}"#;
     let mut enqueue = vec!["EVALSHA", enqueue_sha.as_str(), "8"];
     enqueue.extend_from_slice(&keys);
-    enqueue.extend_from_slice(&["rb-__rand_int__", body, "5", "5", "", "", ""]);
+    // q_enqueue.lua: the clock, then one job (id, body, priority, max_attempts, when, at).
+    enqueue.extend_from_slice(&["", "rb-__rand_int__", body, "5", "5", "", ""]);
     let rb_enqueue = rb.run(n, &enqueue)?;
     let ready: u64 = redis::cmd("ZCARD").arg(keys[0]).query_async(&mut c).await?;
     let mut claim = vec!["EVALSHA", claim_sha.as_str(), "8"];
     claim.extend_from_slice(&keys);
-    claim.extend_from_slice(&["token-from-the-server", "30000", "", "16"]);
+    // q_claim.lua: lease_ms, the clock, the inline bound, no acks, one token.
+    claim.extend_from_slice(&["30000", "", "16", "0", "token-from-the-server"]);
     let rb_claim = rb.run(ready, &claim)?;
     let left: u64 = redis::cmd("ZCARD").arg(keys[0]).query_async(&mut c).await?;
 
