@@ -65,6 +65,7 @@ describe("queue browser", { timeout: 120_000 }, () => {
       assert.equal(await page.getAttribute('#states button[aria-selected="true"]', "data-state"), "ready");
       const pre = await page.textContent('#jobs li[data-job="hello"] pre');
       assert.match(pre, /<b>x<\/b>/, "the payload's markup is shown as text");
+      assert.match(pre, /12345678901234567890/, "a big integer is shown as stored");
       assert.equal(await page.$$eval('#jobs li[data-job="hello"] b', (bs) => bs.length), 0, "and never parsed as HTML");
       const api = await admin(base, "GET", `${B}/jobs?state=ready`);
       assert.deepEqual(

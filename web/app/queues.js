@@ -17,6 +17,17 @@ let token = sessionStorage.getItem(TOKEN_KEY);
 let current = null; // {queue, state, offset}
 let counts = {}; // queue -> {ready, delayed, processing, dead}
 
+/**
+ * JSON.parse that keeps a number's text where a JS number would change it (big integers, `1.50`),
+ * so that a payload is shown as stored (JSON.rawJSON; plain numbers where it is missing).
+ */
+function parseKeepingNumbers(text) {
+  if (typeof JSON.rawJSON !== "function") return JSON.parse(text);
+  return JSON.parse(text, (_k, v, ctx) =>
+    typeof v === "number" && ctx?.source !== undefined && String(v) !== ctx.source ? JSON.rawJSON(ctx.source) : v,
+  );
+}
+
 /** An admin call: resolves {status, body}; throws an Error with the server's message otherwise. */
 async function api(method, path, body) {
   const headers = { authorization: `Bearer ${token}` };
@@ -25,7 +36,7 @@ async function api(method, path, body) {
   const text = await res.text();
   let json = null;
   try {
-    json = text ? JSON.parse(text) : null;
+    json = text ? parseKeepingNumbers(text) : null;
   } catch {
     json = null;
   }
