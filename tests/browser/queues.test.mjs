@@ -29,6 +29,7 @@ async function failOnce(base, reason) {
 async function signIn(page, base) {
   const res = await page.goto(`${base}/queues.html`);
   assert.equal(res.status(), 200);
+  assert.match(res.headers()["content-security-policy"] ?? "", /script-src 'self' 'wasm-unsafe-eval';/);
   await page.fill("#token", ADMIN_TOKEN);
   await page.click("#login-form button[type=submit]");
   await page.waitForSelector("#console:not([hidden])");
@@ -125,6 +126,7 @@ describe("queue browser", { timeout: 120_000 }, () => {
       await page.waitForFunction((sel) => /Deleted tmp/.test(document.querySelector(sel)?.textContent ?? ""), `${tmp} .msg`);
       counts = await admin(base, "GET", B);
       assert.equal(counts.ready, 0);
+      assert.deepEqual(page.consoleLog, [], "no console errors (CSP violations included)");
     }));
 
   test("at 390x844 the page has no horizontal scroll", () =>
@@ -149,5 +151,6 @@ describe("queue browser", { timeout: 120_000 }, () => {
       await page.waitForSelector("#empty:not([hidden])");
       assert.equal(await page.textContent("#empty"), "No processing jobs");
       await noHorizontalScroll(page, "an empty state");
+      assert.deepEqual(page.consoleLog, [], "no console errors (CSP violations included)");
     }));
 });
