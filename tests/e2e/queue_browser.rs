@@ -476,3 +476,46 @@ async fn bad_input_answers_its_code_and_changes_nothing() {
         assert_eq!(app.dump().await, before, "{method} {path} changed nothing");
     }
 }
+
+/// A delete, a purge and a retry of every dead letter are each in the admin audit log, with
+/// the queue, what was touched and the key that did it (the admin token: `admin`).
+#[tokio::test]
+async fn deletes_purges_and_retries_are_audited() {
+    let app = manual_app().await;
+    every_state(&app).await;
+    for (method, path) in [
+        (Method::DELETE, format!("{B}/jobs/n2")),
+        (Method::POST, format!("{B}/dead/retry")),
+        (Method::POST, format!("{B}/purge?state=delayed")),
+    ] {
+        let r = app.admin(method, &path, json!(null)).await;
+        assert!(r.status.is_success(), "{path}: {:?}", r.body);
+    }
+    let r = app
+        .admin(Method::GET, "/admin/audit?limit=10", json!(null))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let seen: Vec<Value> = r.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            json!([
+                e["action"],
+                e["by"],
+                e["queue"],
+                e["job"],
+                e["state"],
+                e["jobs"]
+            ])
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            json!(["queue_purge", "admin", "mail", null, "delayed", "2"]),
+            json!(["dead_letter_retry_all", "admin", "mail", null, null, "1"]),
+            json!(["job_delete", "admin", "mail", "n2", "ready", null]),
+        ]
+    );
+}
