@@ -120,5 +120,11 @@ pub static Q_REAP: LazyLock<Script> =
     LazyLock::new(|| with_qlib(include_str!("../../lua/q_reap.lua")));
 pub static Q_RETRY: LazyLock<Script> =
     LazyLock::new(|| with_qlib(include_str!("../../lua/q_retry.lua")));
-pub static Q_DEAD: LazyLock<Script> =
-    LazyLock::new(|| with_qlib(include_str!("../../lua/q_dead.lua")));
+pub static Q_LIST: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_list.lua")));
+pub static Q_DELETE: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_delete.lua")));
+pub static Q_PURGE: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_purge.lua")));
+pub static Q_RETRY_ALL: LazyLock<Script> =
+    LazyLock::new(|| with_qlib(include_str!("../../lua/q_retry_all.lua")));

@@ -148,7 +148,8 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     };
     assert!(state.limiter.try_acquire(&gcra, "x").await.unwrap().allowed);
 
-    // Queues: enqueue, claim, extend, ack, nack, poll, take, promote, reap, dead, retry.
+    // Queues: enqueue, claim, extend, ack, nack, poll, take, promote, reap, dead, retry,
+    // retry all, delete, purge.
     let q = state.queues.get(&id("q"));
     let job = |n: &str| NewJob::new(&id("k"), &json!({"n": n})).unwrap().id(id(n));
     q.enqueue(job("j1").max_attempts(1)).await.unwrap();
@@ -159,6 +160,12 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     q.nack(&id(&c.job.id), &c.lease.token, None).await.unwrap(); // last attempt: dead letter
     assert_eq!(q.dead(0, 10).await.unwrap().0, 1);
     q.retry(&id("j1")).await.unwrap();
+    q.retry_all(10).await.unwrap();
+    q.enqueue(job("gone")).await.unwrap();
+    q.delete(&id("gone")).await.unwrap();
+    q.purge(scorecast_server::queue::JobState::Dead, 10)
+        .await
+        .unwrap();
     q.reap().await.unwrap();
     q.enqueue(job("j2").after(1)).await.unwrap();
     q.promote_due().await.unwrap();

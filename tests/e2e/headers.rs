@@ -20,6 +20,7 @@ async fn every_answer_carries_the_security_headers() {
         ("/index.html", 200, "text/html", PAGE_CSP),
         ("/play.html", 200, "text/html", PAGE_CSP),
         ("/admin.html", 200, "text/html", PAGE_CSP),
+        ("/queues.html", 200, "text/html", PAGE_CSP),
         ("/v1/boards/h/top", 200, "application/json", OTHER_CSP),
         ("/v1/boards/nope/top", 404, "application/json", OTHER_CSP),
         ("/admin/queues", 401, "application/json", OTHER_CSP),

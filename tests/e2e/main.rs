@@ -21,6 +21,7 @@ mod operator;
 mod packing;
 mod previous_rank;
 mod proxies;
+mod queue_browser;
 mod queues;
 mod queues_batch;
 mod refusals;

@@ -143,6 +143,12 @@ fn query_bounds() -> Vec<(&'static str, &'static str, Bound)> {
             Bound::MaxChars(super::console::MAX_SEARCH_CHARS),
         ),
         (
+            "/admin/queues/{q}/jobs",
+            "limit",
+            range_or(1, queues::MAX_DEAD_PAGE as i64, 100),
+        ),
+        ("/admin/queues/{q}/jobs", "offset", range_or(0, offset, 0)),
+        (
             "/admin/queues/{q}/claim",
             "lease_ms",
             range(1, queues::MAX_LEASE_MS as i64),

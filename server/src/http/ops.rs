@@ -65,6 +65,7 @@ pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> Ht
         super::console::find_players, super::console::stats,
         super::queues::enqueue, super::queues::enqueue_bulk, super::queues::counts, super::queues::claim, super::queues::ack,
         super::queues::nack, super::queues::extend, super::queues::dead, super::queues::retry,
+        super::queues::list_jobs, super::queues::delete_job, super::queues::purge, super::queues::retry_all,
         super::validators::put_validator, super::validators::get_validator,
         super::validators::delete_validator, super::validators::list_validators,
         super::validators::start_run, super::validators::submit_proof,

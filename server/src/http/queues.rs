@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use actix_web::{get, post, web, HttpResponse};
+use actix_web::{delete, get, post, web, HttpResponse};
 use scorecast_shared::Id;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -11,15 +11,17 @@ use serde_json::value::RawValue;
 use super::extract::{Admin, Reader};
 use crate::error::{AppError, AppResult};
 use crate::queue::{
-    Attempt, Claimed, Counts, Lease, NewJob, When, MAX_ATTEMPTS, MAX_BULK_JOBS, MAX_CLAIM_BATCH,
-    MAX_PRIORITY,
+    Attempt, Claimed, Counts, JobState, Lease, NewJob, When, MAX_ATTEMPTS, MAX_BULK_JOBS,
+    MAX_CLAIM_BATCH, MAX_PRIORITY,
 };
 use crate::state::AppState;
 
 /// Longest lease a claim or extend may ask for (a day).
 pub const MAX_LEASE_MS: u64 = 86_400_000;
-/// Most dead letters per page.
+/// Most dead letters (or jobs of any state) per page.
 pub const MAX_DEAD_PAGE: u64 = 1000;
+/// Most jobs one purge deletes, or one retry-all brings back (call again for the rest).
+pub const MAX_SWEEP: u64 = 1000;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -434,19 +436,7 @@ pub async fn dead(
     query: web::Query<DeadQuery>,
 ) -> AppResult<HttpResponse> {
     let q = queue(&st, &path)?;
-    let limit = query.limit.unwrap_or(100);
-    if !(1..=MAX_DEAD_PAGE).contains(&limit) {
-        return Err(AppError::bad_request(format!(
-            "limit must be 1..={MAX_DEAD_PAGE}"
-        )));
-    }
-    let offset = query.offset.unwrap_or(0);
-    if offset > super::public::MAX_OFFSET {
-        return Err(AppError::bad_request(format!(
-            "offset must be 0..={}",
-            super::public::MAX_OFFSET
-        )));
-    }
+    let (offset, limit) = paging(query.offset, query.limit)?;
     let (total, dead) = q.dead(offset, limit).await?;
     let jobs = dead
         .iter()
@@ -462,6 +452,220 @@ pub async fn dead(
         })
         .collect();
     Ok(HttpResponse::Ok().json(DeadList { total, jobs }))
+}
+
+/// Offset and limit of a page: limit 1..=[`MAX_DEAD_PAGE`] (default 100), offset up to the
+/// public reads' bound; `bad_request` otherwise.
+fn paging(offset: Option<u64>, limit: Option<u64>) -> AppResult<(u64, u64)> {
+    let limit = limit.unwrap_or(100);
+    if !(1..=MAX_DEAD_PAGE).contains(&limit) {
+        return Err(AppError::bad_request(format!(
+            "limit must be 1..={MAX_DEAD_PAGE}"
+        )));
+    }
+    let offset = offset.unwrap_or(0);
+    if offset > super::public::MAX_OFFSET {
+        return Err(AppError::bad_request(format!(
+            "offset must be 0..={}",
+            super::public::MAX_OFFSET
+        )));
+    }
+    Ok((offset, limit))
+}
+
+/// A queue that has had a job; `not_found` otherwise (nothing to list, purge or retry).
+async fn known_queue(st: &AppState, name: &str) -> AppResult<crate::queue::Queue> {
+    let q = queue(st, name)?;
+    if !st.queues.exists(q.name()).await? {
+        return Err(AppError::new(
+            scorecast_shared::ErrorCode::NotFound,
+            format!("no queue {name}"),
+        ));
+    }
+    Ok(q)
+}
+
+/// `state=` of a listing or a purge: one of ready, delayed, processing, dead.
+fn job_state(s: &str) -> AppResult<JobState> {
+    JobState::parse(s).ok_or_else(|| {
+        AppError::bad_request(format!(
+            "state {s:?} is not one of ready, delayed, processing, dead"
+        ))
+    })
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct JobsQuery {
+    /// `ready` (by priority, FIFO within one), `delayed` (by due time), `processing` (by lease
+    /// deadline) or `dead` (most recent first).
+    pub state: String,
+    /// 1–1000, default 100.
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+/// A job as the queue browser shows it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct JobView<'a> {
+    pub id: &'a str,
+    pub kind: &'a str,
+    #[schema(value_type = Object)]
+    pub payload: &'a RawValue,
+    pub priority: u8,
+    /// Claims so far.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    /// Delayed: when it becomes ready (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_at_ms: Option<i64>,
+    /// Processing: when its lease lapses (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at_ms: Option<i64>,
+    /// Dead: when it died (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub died_at_ms: Option<i64>,
+    /// Its failed attempts, oldest first (the last ten).
+    pub history: &'a [Attempt],
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct JobList<'a> {
+    pub state: JobState,
+    /// Jobs in that state in all (the page may hold fewer).
+    pub total: u64,
+    pub jobs: Vec<JobView<'a>>,
+}
+
+/// A page of one state's jobs with their payloads: ready by priority (FIFO within one), delayed
+/// by due time, processing by lease deadline, dead most recent first. Unknown queue: 404.
+#[utoipa::path(params(("q" = String, Path), JobsQuery), responses((status = 200, body = JobList), (status = 400), (status = 404)), tag = "queues", security(("admin" = [])))]
+#[get("/admin/queues/{q}/jobs")]
+pub async fn list_jobs(
+    _: Reader,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    query: web::Query<JobsQuery>,
+) -> AppResult<HttpResponse> {
+    let state = job_state(&query.state)?;
+    let (offset, limit) = paging(query.offset, query.limit)?;
+    let q = known_queue(&st, &path).await?;
+    let (total, listed) = q.list(state, offset, limit).await?;
+    let at = |s: JobState, t: i64| (state == s).then_some(t);
+    let jobs = listed
+        .iter()
+        .map(|l| JobView {
+            id: &l.job.id,
+            kind: &l.job.kind,
+            payload: &l.job.payload,
+            priority: l.job.priority,
+            attempts: l.job.attempts,
+            max_attempts: l.job.max_attempts,
+            run_at_ms: at(JobState::Delayed, l.at_ms),
+            lease_expires_at_ms: at(JobState::Processing, l.at_ms),
+            died_at_ms: at(JobState::Dead, l.at_ms),
+            history: &l.history,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(JobList { state, total, jobs }))
+}
+
+/// Deletes one job that is ready, delayed or dead (409 `conflict` while it is being processed:
+/// a worker holds its lease; 404 when it is not in the queue).
+#[utoipa::path(params(("q" = String, Path), ("id" = String, Path)), responses((status = 204), (status = 404), (status = 409)), tag = "queues", security(("admin" = [])))]
+#[delete("/admin/queues/{q}/jobs/{id}")]
+pub async fn delete_job(
+    key: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> AppResult<HttpResponse> {
+    let (q, id) = job_path(&st, &path)?;
+    let was = q.delete(&id).await?;
+    tracing::info!(queue = %path.0, job = %id, state = was.as_str(), key = %key.0, "job deleted");
+    st.store
+        .audit(
+            key.0.as_str(),
+            "job_delete",
+            &[
+                ("queue", path.0.as_str()),
+                ("job", id.as_str()),
+                ("state", was.as_str()),
+            ],
+        )
+        .await;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PurgeQuery {
+    /// `ready`, `delayed` or `dead` (not `processing`: workers hold those jobs).
+    pub state: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Swept {
+    /// Jobs deleted (purge) or brought back to ready (retry all) by this call, at most 1000.
+    pub done: u64,
+    /// Jobs still in that state: call again while this is above 0.
+    pub left: u64,
+}
+
+/// Deletes the jobs of one state (ready, delayed or dead), at most 1000 per call (`left` says
+/// how many remain). `state=processing`: 400, nothing deleted. Unknown queue: 404.
+#[utoipa::path(params(("q" = String, Path), PurgeQuery), responses((status = 200, body = Swept), (status = 400), (status = 404)), tag = "queues", security(("admin" = [])))]
+#[post("/admin/queues/{q}/purge")]
+pub async fn purge(
+    key: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    query: web::Query<PurgeQuery>,
+) -> AppResult<HttpResponse> {
+    let state = job_state(&query.state)?;
+    if state == JobState::Processing {
+        return Err(AppError::bad_request(
+            "processing jobs cannot be purged: workers hold their leases",
+        ));
+    }
+    let q = known_queue(&st, &path).await?;
+    let (done, left) = q.purge(state, MAX_SWEEP).await?;
+    tracing::info!(queue = %path, state = state.as_str(), done, key = %key.0, "queue purged");
+    let n = done.to_string();
+    st.store
+        .audit(
+            key.0.as_str(),
+            "queue_purge",
+            &[
+                ("queue", path.as_str()),
+                ("state", state.as_str()),
+                ("jobs", n.as_str()),
+            ],
+        )
+        .await;
+    Ok(HttpResponse::Ok().json(Swept { done, left }))
+}
+
+/// Brings every dead letter back to ready with fresh attempts (the longest dead first), at most
+/// 1000 per call (`left` says how many remain). Unknown queue: 404.
+#[utoipa::path(params(("q" = String, Path)), responses((status = 200, body = Swept), (status = 404)), tag = "queues", security(("admin" = [])))]
+#[post("/admin/queues/{q}/dead/retry")]
+pub async fn retry_all(
+    key: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let q = known_queue(&st, &path).await?;
+    let (done, left) = q.retry_all(MAX_SWEEP).await?;
+    tracing::info!(queue = %path, done, key = %key.0, "dead letters retried");
+    let n = done.to_string();
+    st.store
+        .audit(
+            key.0.as_str(),
+            "dead_letter_retry_all",
+            &[("queue", path.as_str()), ("jobs", n.as_str())],
+        )
+        .await;
+    Ok(HttpResponse::Ok().json(Swept { done, left }))
 }
 
 /// Brings a dead letter back to ready with fresh attempts; 404 when it is not dead.
@@ -494,5 +698,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(nack)
         .service(extend)
         .service(dead)
+        .service(list_jobs)
+        .service(delete_job)
+        .service(purge)
+        .service(retry_all)
         .service(retry);
 }

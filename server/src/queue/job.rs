@@ -153,6 +153,61 @@ pub struct Counts {
     pub dead: u64,
 }
 
+impl Counts {
+    /// How many jobs `state` holds.
+    pub fn get(&self, state: JobState) -> u64 {
+        match state {
+            JobState::Ready => self.ready,
+            JobState::Delayed => self.delayed,
+            JobState::Processing => self.processing,
+            JobState::Dead => self.dead,
+        }
+    }
+}
+
+/// The four states a job can be in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    Ready,
+    Delayed,
+    Processing,
+    Dead,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 4] = [
+        JobState::Ready,
+        JobState::Delayed,
+        JobState::Processing,
+        JobState::Dead,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Ready => "ready",
+            JobState::Delayed => "delayed",
+            JobState::Processing => "processing",
+            JobState::Dead => "dead",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobState> {
+        JobState::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+/// A job as a listing shows it.
+#[derive(Clone, Debug)]
+pub struct ListedJob {
+    pub job: Job,
+    /// Its time in its state's set: delayed, when due; processing, the lease deadline; dead,
+    /// when it died (ms since the epoch). Ready: its place (priority × 1e13 + n), not a time.
+    pub at_ms: i64,
+    /// Its failed attempts, oldest first (the last ten).
+    pub history: Vec<Attempt>,
+}
+
 #[derive(Clone, Debug)]
 pub struct DeadJob {
     pub job: Job,

@@ -126,6 +126,12 @@ impl Queues {
         Ok(ids)
     }
 
+    /// Whether `name` has had a job (is in the `sc:queues` index).
+    pub async fn exists(&self, name: &Id) -> AppResult<bool> {
+        let mut c = self.inner.conn.clone();
+        Ok(c.sismember(keys::QUEUES, name.as_str()).await?)
+    }
+
     /// Wakes the promoter and the reaper now (after moving a manual clock, say).
     pub fn wake_background(&self) {
         self.inner.promoter.wake_if_earlier(i64::MIN);
@@ -696,12 +702,34 @@ impl Queue {
 
     /// Dead letters, most recent first, and how many there are in all.
     pub async fn dead(&self, offset: u64, limit: u64) -> AppResult<(u64, Vec<DeadJob>)> {
+        let (total, jobs) = self.list(JobState::Dead, offset, limit).await?;
+        let dead = jobs
+            .into_iter()
+            .map(|l| DeadJob {
+                job: l.job,
+                died_at_ms: l.at_ms,
+                history: l.history,
+            })
+            .collect();
+        Ok((total, dead))
+    }
+
+    /// A page of the jobs in `state` and how many that state holds: ready by priority (FIFO
+    /// within one), delayed by due time, processing by lease deadline, dead most recent first.
+    pub async fn list(
+        &self,
+        state: JobState,
+        offset: u64,
+        limit: u64,
+    ) -> AppResult<(u64, Vec<ListedJob>)> {
         if limit == 0 {
-            return Ok((self.counts().await?.dead, Vec::new()));
+            let c = self.counts().await?;
+            return Ok((c.get(state), Vec::new()));
         }
         let mut c = self.queues.conn();
         let v: Value = self
-            .invoke(&scripts::Q_DEAD)
+            .invoke(&scripts::Q_LIST)
+            .arg(state.as_str())
             .arg(offset)
             .arg(limit)
             .invoke_async(&mut c)
@@ -712,24 +740,83 @@ impl Queue {
             .and_then(reply::int)
             .ok_or_else(|| reply::bad("total"))?
             .max(0) as u64;
-        let jobs = r[1..]
-            .chunks_exact(5)
-            .map(|e| {
-                let history = match e.get(4).and_then(reply::text).as_deref() {
-                    None | Some("") => Vec::new(),
-                    Some(h) => serde_json::from_str(h).map_err(|_| reply::bad("history"))?,
-                };
-                Ok(DeadJob {
-                    job: job(e.get(1), e.get(2))?,
-                    died_at_ms: e
-                        .get(3)
-                        .and_then(reply::int)
-                        .ok_or_else(|| reply::bad("died_at"))?,
-                    history,
-                })
-            })
-            .collect::<AppResult<Vec<_>>>()?;
+        let mut jobs = Vec::new();
+        for e in r[1..].chunks_exact(5) {
+            // A body gone (a `take` cut short) is no job to show.
+            if e.get(1).and_then(reply::text).is_none_or(|b| b.is_empty()) {
+                continue;
+            }
+            let history = match e.get(4).and_then(reply::text).as_deref() {
+                None | Some("") => Vec::new(),
+                Some(h) => serde_json::from_str(h).map_err(|_| reply::bad("history"))?,
+            };
+            jobs.push(ListedJob {
+                job: job(e.get(1), e.get(2))?,
+                at_ms: e
+                    .get(3)
+                    .and_then(reply::int)
+                    .ok_or_else(|| reply::bad("score"))?,
+                history,
+            });
+        }
         Ok((total, jobs))
+    }
+
+    /// Deletes one job that is ready, delayed or dead, and says which it was; `conflict` when
+    /// it is being processed (a worker holds its lease), `not_found` when it is not there.
+    pub async fn delete(&self, id: &Id) -> AppResult<JobState> {
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_DELETE)
+            .arg(id.as_str())
+            .invoke_async(&mut c)
+            .await?;
+        let (_, r) = reply::split(v)?;
+        r.first()
+            .and_then(reply::text)
+            .and_then(|s| JobState::parse(&s))
+            .ok_or_else(|| reply::bad("state"))
+    }
+
+    /// Deletes up to `limit` jobs of `state` (ready, delayed or dead; `bad_request` for
+    /// processing, whose jobs workers hold) in one step. Returns (deleted, left in `state`).
+    pub async fn purge(&self, state: JobState, limit: u64) -> AppResult<(u64, u64)> {
+        if state == JobState::Processing {
+            return Err(AppError::bad_request(
+                "processing jobs cannot be purged: workers hold their leases",
+            ));
+        }
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_PURGE)
+            .arg(state.as_str())
+            .arg(limit.max(1))
+            .invoke_async(&mut c)
+            .await?;
+        Self::done_and_left(v)
+    }
+
+    /// Brings up to `limit` dead letters back to ready (the longest dead first), each with a
+    /// fresh set of attempts, in one step. Returns (retried, left in dead).
+    pub async fn retry_all(&self, limit: u64) -> AppResult<(u64, u64)> {
+        let mut c = self.queues.conn();
+        let v: Value = self
+            .invoke(&scripts::Q_RETRY_ALL)
+            .arg(limit.max(1))
+            .invoke_async(&mut c)
+            .await?;
+        Self::done_and_left(v)
+    }
+
+    fn done_and_left(v: Value) -> AppResult<(u64, u64)> {
+        let (_, r) = reply::split(v)?;
+        let n = |i: usize| {
+            r.get(i)
+                .and_then(reply::int)
+                .map(|n| n.max(0) as u64)
+                .ok_or_else(|| reply::bad("count"))
+        };
+        Ok((n(0)?, n(1)?))
     }
 
     /// Brings a dead letter back to ready with a fresh set of attempts (`not_found` if none).
