@@ -6,10 +6,9 @@
 //! The update is worked out from the batch's event alone ([`movers_after`]): a mover's last move
 //! gives its score and rank, and the later moves of the event shift that rank. That is exact on
 //! an ordinal board, so it is done only there, and only where it is allowed:
-//! - the view's last update was offered at least one window (`coalesce_ms`) ago, or its session
-//!   has not written it yet: still at most one message per view per window. An update waiting in
-//!   its slot is replaced (the outbox keeps one per view), so a session that is behind still
-//!   gets its own newest standing with its ack, at no extra message;
+//! - the view's last update was offered at least one window (`coalesce_ms`) ago and its session
+//!   has written it: still at most one message per view per window, and a session that is
+//!   behind is left to the flush (`worker.rs`);
 //! - the update is newer than the view's last message (`seq`), and nothing waits for a full
 //!   recompute or a resync.
 //!
@@ -102,12 +101,10 @@ impl Inner {
                 let Some(sub) = b.subs.get_mut(&(*sid, ViewKind::Me)) else {
                     continue;
                 };
-                // Within the window only an update still waiting in its slot may be replaced:
-                // that adds no message.
                 if !sub.ready
+                    || sub.sent_within(now, window)
                     || ev.seq <= sub.last_seq
-                    || (sub.sent_within(now, window)
-                        && sub.outbox.view_pending_since(board, ViewKind::Me).is_none())
+                    || sub.outbox.view_pending_since(board, ViewKind::Me).is_some()
                 {
                     continue;
                 }

@@ -1,7 +1,7 @@
 //! `loadgen_views`: the live-ranks scenario, run by `cargo xtask bench -- --views`.
 //!
 //! One process tree: its own `redis-server` (AOF off) and a Scorecast server as a child process
-//! (this binary with `--serve`). Two runs of `--seconds` each, on two fresh boards of the same
+//! (this binary with `--serve`). Two runs of `--seconds` each, each on a fresh board of the same
 //! server, with the same `--players` WebSocket players each keeping one submission in flight
 //! and `--spectators` clients watching `top 10` (a probe player jumps to rank 1 every 100 ms;
 //! each spectator times when it sees that; the spectators and the probe run on a thread and
@@ -503,6 +503,7 @@ impl Watchers {
 
 async fn run(
     name: &'static str,
+    round: usize,
     a: &Args,
     url: &str,
     port: u16,
@@ -511,13 +512,31 @@ async fn run(
 ) -> anyhow::Result<Run> {
     let tokens = Tokens::new(&Secret::new(TOKEN_SECRET));
     let me = name == "views";
+    // A fresh board and fresh players each run: a board kept from an earlier round would start
+    // with every player (and the probe, at its earlier scores) already on it. Leaked: a few
+    // bytes per run, for the players' tasks.
+    let board: &'static str = Box::leak(format!("{name}{}", round + 1).into_boxed_str());
+    let res = reqwest::Client::new()
+        .put(format!("http://127.0.0.1:{port}/admin/boards/{board}"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&BoardConfig {
+            submit_limit: None,
+            ..BoardConfig::default()
+        })
+        .send()
+        .await?;
+    anyhow::ensure!(
+        res.status().is_success(),
+        "creating board {board}: {}",
+        res.status()
+    );
     let ramp = Instant::now();
     let mut players = Vec::with_capacity(a.players);
     while players.len() < a.players {
         let first = players.len();
         let n = CONNECT_BATCH.min(a.players - first);
         let batch = futures_util::future::try_join_all(
-            (first..first + n).map(|i| player(url, &tokens, format!("{name}-p{i}"), name, me)),
+            (first..first + n).map(|i| player(url, &tokens, format!("{board}-p{i}"), board, me)),
         )
         .await?;
         players.extend(batch);
@@ -527,10 +546,10 @@ async fn run(
         a.players,
         ramp.elapsed().as_secs_f64()
     );
-    let (watchers, ready) = Watchers::start(url.to_string(), name, a.spectators, &tokens);
+    let (watchers, ready) = Watchers::start(url.to_string(), board, a.spectators, &tokens);
     ready.await.context("the spectators' thread ended")??;
 
-    let seq_key = format!("lb:{{{name}}}:seq");
+    let seq_key = format!("lb:{{{board}}}:seq");
     let seq0: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
     let cpu0 = cpu_seconds(pid)?;
     let own0 = cpu_seconds(std::process::id())?;
@@ -542,7 +561,7 @@ async fn run(
     let player_tasks: Vec<_> = players
         .into_iter()
         .enumerate()
-        .map(|(i, ws)| tokio::spawn(play(ws, i, name, deadline)))
+        .map(|(i, ws)| tokio::spawn(play(ws, i, board, deadline)))
         .collect();
     let (mut acks, mut pushes, mut me_lat, mut stale) = (Vec::new(), 0u64, Vec::new(), Vec::new());
     for (i, t) in player_tasks.into_iter().enumerate() {
@@ -633,11 +652,11 @@ async fn bench(a: &Args) -> anyhow::Result<()> {
             let (url, port, pid) = (side.url.clone(), side.port, side.pid);
             let conn = &mut side.conn;
             let pair = if a.views_first == (round % 2 == 0) {
-                let views = run("views", a, &url, port, pid, conn).await?;
-                (run("plain", a, &url, port, pid, conn).await?, views)
+                let views = run("views", round, a, &url, port, pid, conn).await?;
+                (run("plain", round, a, &url, port, pid, conn).await?, views)
             } else {
-                let plain = run("plain", a, &url, port, pid, conn).await?;
-                (plain, run("views", a, &url, port, pid, conn).await?)
+                let plain = run("plain", round, a, &url, port, pid, conn).await?;
+                (plain, run("views", round, a, &url, port, pid, conn).await?)
             };
             pairs[i].push(pair);
         }
