@@ -411,7 +411,12 @@ impl Standings {
                 }
             }
             // Out at its old rank: a standing known there must be the mover's own.
-            let out = m.previous_rank.and_then(|old| tree.take(old));
+            let out = match m.previous_rank.map(|old| tree.take(old)) {
+                None => None,
+                Some(Ok(n)) => n,
+                // Two standings at one rank: they were not derived from one board.
+                Some(Err(_)) => return false,
+            };
             match (tracked, out) {
                 (Some(s), Some(n)) if tree.value(n) == s => {}
                 (Some(s), None) if !slots[s as usize].ranked_now => {}

@@ -22,6 +22,10 @@ struct Node {
     value: u32,
 }
 
+/// Two nodes held the same rank ([`Treap::take`]).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Duplicate;
+
 /// A set of ranks (distinct), each holding a value.
 #[derive(Default)]
 pub struct Treap {
@@ -134,20 +138,24 @@ impl Treap {
     }
 
     /// Takes out the node at `rank`, if there is one: its index, to put back with
-    /// [`Treap::insert`].
-    pub fn take(&mut self, rank: u64) -> Option<u32> {
+    /// [`Treap::insert`]. `Err` (the tree unchanged) when several nodes hold `rank`: the ranks
+    /// it was given were not those of one board.
+    pub fn take(&mut self, rank: u64) -> Result<Option<u32>, Duplicate> {
         let (a, b) = self.split(self.root, rank);
         let (x, c) = self.split(b, rank.saturating_add(1));
+        if x == NIL {
+            self.root = self.merge(a, c);
+            return Ok(None);
+        }
+        let node = self.nodes[x as usize];
+        if node.left != NIL || node.right != NIL {
+            let xc = self.merge(x, c);
+            self.root = self.merge(a, xc);
+            return Err(Duplicate);
+        }
         self.root = self.merge(a, c);
-        (x != NIL).then(|| {
-            let node = &mut self.nodes[x as usize];
-            // Ranks are distinct: `x` is alone.
-            debug_assert!(node.left == NIL && node.right == NIL);
-            node.left = NIL;
-            node.right = NIL;
-            node.add = 0;
-            x
-        })
+        self.nodes[x as usize].add = 0;
+        Ok(Some(x))
     }
 
     /// A new node holding `value`, outside the tree until [`Treap::insert`]ed.
@@ -217,6 +225,18 @@ impl Treap {
 mod tests {
     use super::*;
 
+    /// Ranks given twice are found out, and the tree keeps every node.
+    #[test]
+    fn a_rank_held_twice_is_refused_and_nothing_is_lost() {
+        let mut t = Treap::default();
+        t.build(&[(1, 10), (2, 20), (2, 21), (3, 30)]);
+        assert_eq!(t.take(2), Err(Duplicate));
+        let mut out = Vec::new();
+        t.sorted(&mut out);
+        assert_eq!(out, [(1, 10), (2, 20), (2, 21), (3, 30)]);
+        assert_eq!(t.take(3).map(|n| n.map(|n| t.value(n))), Ok(Some(30)));
+    }
+
     /// The same operations on a sorted `Vec` (the model) and on the treap give the same ranks.
     #[test]
     fn random_takes_inserts_and_adds_match_a_sorted_vec() {
@@ -242,7 +262,10 @@ mod tests {
                         // A move: out at its rank, the ranks between shift, back at a new one.
                         let i = next(model.len() as u64) as usize;
                         let (old, v) = model.remove(i);
-                        let n = t.take(old).expect("a node at a held rank");
+                        let n = t
+                            .take(old)
+                            .expect("distinct ranks")
+                            .expect("a node at a held rank");
                         assert_eq!(t.value(n), v);
                         let new = 1 + next(rank + 2);
                         let (lo, hi, d) = if new < old {
@@ -275,7 +298,7 @@ mod tests {
                     _ => {
                         let missing = 1 + next(rank + 2);
                         if model.iter().all(|e| e.0 != missing) {
-                            assert_eq!(t.take(missing), None, "no node at a rank not held");
+                            assert_eq!(t.take(missing), Ok(None), "no node at a rank not held");
                         }
                     }
                 }
