@@ -4,8 +4,8 @@
 -- KEYS[1]  lb:{<board>}:config
 -- ARGV[1]  now_ms override ('' = TIME)
 --
--- Returns {'ok', now_ms, season, entrants, ended_ms (-1 = not frozen yet)} or
--- {'err', code, message}.
+-- Returns {'ok', now_ms, season, entrants, ended_ms (-1 = not frozen yet), config JSON} or
+-- {'err', code, message}: the board's configuration goes with it, so the endpoint reads once.
 
 local prefix = string.sub(KEYS[1], 1, -7)
 local board = board_of(prefix)
@@ -15,4 +15,5 @@ if not tournament_of(cfg) then return {'err', 'not_found', 'board ' .. board .. 
 local now = now_ms(ARGV[1])
 local season = current_season(prefix, cfg, now)
 local t = prefix .. 't:' .. season
-return {'ok', now, season, redis.call('ZCARD', t .. ':joined'), tonumber(redis.call('GET', t .. ':ended') or '-1')}
+return {'ok', now, season, redis.call('ZCARD', t .. ':joined'), tonumber(redis.call('GET', t .. ':ended') or '-1'),
+  redis.call('GET', KEYS[1])}

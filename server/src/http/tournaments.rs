@@ -9,6 +9,7 @@ use super::extract::{PlayerAuth, ReadLimit};
 use super::public::{TopQuery, TopResponse, MAX_OFFSET};
 use crate::error::{rate_headers, AppError, AppResult};
 use crate::state::AppState;
+use crate::store::TournamentInfo;
 
 /// Enters the token's player in the current occurrence of the board's tournament; joining again
 /// is answered the same and changes nothing. Refused: `bad_request` (the board has no
@@ -60,14 +61,19 @@ pub async fn tournament(
     path: web::Path<String>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
-    let cfg = st.store.board(&board).await?;
+    let TournamentInfo {
+        now_ms: now,
+        season,
+        entrants,
+        ended_ms,
+        config: cfg,
+    } = st.store.tournament_info(&board).await?;
     let Some(t) = cfg.tournament else {
         return Err(AppError::new(
             ErrorCode::NotFound,
             format!("board {board} has no tournament"),
         ));
     };
-    let (now, season, entrants, ended_ms) = st.store.tournament_info(&board).await?;
     let (start_ms, end_ms) = match (t.schedule.start_ms, t.schedule.end_ms) {
         (Some(s), Some(e)) if !t.schedule.recurring => (s, e),
         _ => crate::jobs::calendar_season(cfg.reset, now)

@@ -4,12 +4,25 @@
 //! (`lua/submit.lua`, `lua/run_start.lua`), so each check and its write are one atomic step.
 
 use redis::Value;
-use scorecast_shared::Id;
+use scorecast_shared::{BoardConfig, Id};
 use serde::Serialize;
 
 use super::{entries, page_head, Page, Store};
 use crate::error::AppResult;
 use crate::{keys, reply, scripts};
+
+/// A board's tournament now ([`Store::tournament_info`]).
+pub struct TournamentInfo {
+    /// Redis's clock.
+    pub now_ms: i64,
+    /// The current occurrence.
+    pub season: String,
+    /// Players who entered it.
+    pub entrants: u64,
+    /// When its final standings were frozen (`None`: not yet).
+    pub ended_ms: Option<i64>,
+    pub config: BoardConfig,
+}
 
 /// A player's entry in one occurrence (season) of a board's tournament.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -97,9 +110,9 @@ impl Store {
             .ok_or_else(|| reply::bad("tournament event"))
     }
 
-    /// The board's tournament now: the server's time, the current occurrence (season), how many
-    /// entered it, and when it ended (`None`: its standings are not frozen yet).
-    pub async fn tournament_info(&self, board: &Id) -> AppResult<(i64, String, u64, Option<i64>)> {
+    /// The board's tournament now, with the board's configuration, in one script call
+    /// (`unknown_board`; `not_found` on a board without a tournament).
+    pub async fn tournament_info(&self, board: &Id) -> AppResult<TournamentInfo> {
         let mut c = self.conn.clone();
         let reply: Value = scripts::TOURNAMENT_INFO
             .key(keys::config(board))
@@ -107,22 +120,17 @@ impl Store {
             .invoke_async(&mut c)
             .await?;
         let r = reply::ok(reply)?;
-        let int = |i: usize| {
-            r.get(i)
-                .and_then(reply::int)
-                .ok_or_else(|| reply::bad("tournament"))
-        };
-        let season = r
-            .get(1)
-            .and_then(reply::text)
-            .ok_or_else(|| reply::bad("tournament"))?;
+        let bad = || reply::bad("tournament");
+        let int = |i: usize| r.get(i).and_then(reply::int).ok_or_else(bad);
+        let text = |i: usize| r.get(i).and_then(reply::text).ok_or_else(bad);
         let ended = int(3)?;
-        Ok((
-            int(0)?,
-            season,
-            int(2)? as u64,
-            (ended >= 0).then_some(ended),
-        ))
+        Ok(TournamentInfo {
+            now_ms: int(0)?,
+            season: text(1)?,
+            entrants: int(2)? as u64,
+            ended_ms: (ended >= 0).then_some(ended),
+            config: serde_json::from_str(&text(4)?).map_err(|_| reply::bad("board config"))?,
+        })
     }
 
     /// A page of the frozen final standings of season `season` (`None`: the last frozen);
