@@ -512,7 +512,7 @@ async fn run(
 ) -> anyhow::Result<Run> {
     let tokens = Tokens::new(&Secret::new(TOKEN_SECRET));
     let me = name == "views";
-    // A fresh board and fresh players each run: a board kept from an earlier round would start
+    // A fresh board and fresh players each run: a board kept from an earlier run would start
     // with every player (and the probe, at its earlier scores) already on it. Leaked: a few
     // bytes per run, for the players' tasks.
     let board: &'static str = Box::leak(format!("{name}{}", round + 1).into_boxed_str());
