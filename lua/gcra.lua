@@ -5,7 +5,7 @@
 -- KEYS[1]  rl:{<policy>:<subject>}  (a STRING: TAT in ms)
 -- ARGV[1]  limit (burst = limit)  ARGV[2] window_ms  ARGV[3] now_ms override ('' = TIME)
 --
--- Prepended with lib.lua (now_ms, fmt).
+-- Prepended with base.lua (now_ms, fmt).
 --
 -- Returns {allowed (0/1), limit, remaining, retry_after_ms, reset_ms}.
 

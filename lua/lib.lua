@@ -1,28 +1,11 @@
--- lib.lua: helpers shared by the scripts below. The server prepends this file to each script
--- that needs it (see server/src/scripts.rs), so every script still runs as one EVALSHA.
---
--- Numbers: Lua numbers are doubles. Every score, count and time handled here is an integer
--- below 2^53, so arithmetic is exact; they are printed with fmt() ('%.17g'), never with
--- tostring or '..' (14 significant digits: corrupts packed scores above 1e14).
+-- lib.lua: helpers shared by the board scripts. The server prepends base.lua and then this file
+-- to each script that needs them (see server/src/scripts.rs), so every script still runs as one
+-- EVALSHA. Numbers follow base.lua: exact integers below 2^53, printed with fmt().
 
 -- How change events are published: plain PUBLISH on one Redis (any version); on a cluster
 -- server/src/scripts.rs swaps this line for SPUBLISH (the sharded channel of the board's slot,
 -- Redis >= 7), so only the node owning the slot and its replicas carry the event.
 local PUBLISH_CMD = 'PUBLISH'
-
-local function fmt(x)
-  return string.format('%.17g', x)
-end
-
--- Milliseconds now: the injected test clock when given, else Redis's own clock, so that every
--- instance agrees whatever its local clock says.
-local function now_ms(arg)
-  if arg ~= nil and arg ~= '' then
-    return tonumber(arg)
-  end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 -- Sliding-window log (the article's limiter). check() drops entries that left the window and
 -- says whether one more fits; take() records the request with a unique member (never the

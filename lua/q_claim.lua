@@ -3,7 +3,7 @@
 -- reap and promote a bounded few, then lease the best ready jobs). The acks are
 -- all-or-nothing: when any token is no longer the live lease of its job, nothing is acked and
 -- nothing is claimed.
--- Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] lease_ms   ARGV[2] now_ms override ('' = Redis TIME)   ARGV[3] maintenance bound
 -- ARGV[4] k, the number of acks (0: a plain claim)

@@ -1,6 +1,6 @@
 -- q_delete.lua: deletes one job that is ready, delayed or dead, with every trace of it. A job in
 -- processing is refused: a worker holds its lease (let it finish, or let the lease lapse).
--- Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] job id
 --

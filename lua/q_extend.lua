@@ -1,5 +1,5 @@
 -- q_extend.lua: the holder of a live lease pushes its deadline to now + lease_ms.
--- Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] job id   ARGV[2] lease token   ARGV[3] lease_ms   ARGV[4] now_ms override ('' = TIME)
 --

@@ -1,4 +1,4 @@
--- q_lib.lua: helpers of the queue scripts (docs/queues.md). The server prepends lib.lua and then
+-- q_lib.lua: helpers of the queue scripts (docs/queues.md). The server prepends base.lua and then
 -- this file to every q_*.lua script, so each still runs as one EVALSHA.
 --
 -- Every queue script takes the same eight keys of one queue `q` (one hash tag, one slot):
@@ -8,7 +8,8 @@
 -- KEYS[4] q:{<q>}:dead        ZSET  id -> when it died (ms)
 -- KEYS[5] q:{<q>}:jobs        HASH  id -> job JSON, written by the server and never decoded here
 --                                   (cjson would mangle big integers and empty arrays)
--- KEYS[6] q:{<q>}:state       HASH  <id>:p priority, <id>:m max_attempts, <id>:a attempts,
+-- KEYS[6] q:{<q>}:state       HASH  <id>:p priority, <id>:m max_attempts, <id>:a attempts
+--                                   (absent until the first claim: 0),
 --                                   <id>:t lease token, <id>:h attempt history (JSON array of
 --                                   {attempt, lease?, at_ms, reason?}, the last HISTORY_CAP
 --                                   failures; ids never contain ':', so the fields of two jobs
@@ -46,10 +47,11 @@ local function q_wake(n)
   redis.call('LPUSH', Q.wake, unpack(ones))
 end
 
--- Puts a job at the back of its priority in ready (the caller wakes claimers).
-local function q_ready(id)
+-- Puts a job at the back of its priority in ready (the caller wakes claimers). `p`, the job's
+-- priority, is read from state when not given.
+local function q_ready(id, p)
   local n = redis.call('INCR', Q.seq)
-  redis.call('ZADD', Q.ready, fmt(q_num(id, 'p') * PRIORITY_SPAN + n), id)
+  redis.call('ZADD', Q.ready, fmt((p or q_num(id, 'p')) * PRIORITY_SPAN + n), id)
 end
 
 -- Removes every trace of a job.

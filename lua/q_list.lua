@@ -1,6 +1,6 @@
 -- q_list.lua: a page of one state's jobs with their bodies (read only): ready by priority (FIFO
 -- within one), delayed by due time, processing by lease deadline (soonest first), dead most
--- recent first. Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- recent first. Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] state: ready | delayed | processing | dead   ARGV[2] offset   ARGV[3] limit
 --

@@ -1,6 +1,6 @@
 -- q_nack.lua: the holder of a live lease gives the job back: after delay_ms when given, else
 -- after exponential backoff with jitter; to dead letters when its attempts are used up.
--- Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] job id   ARGV[2] lease token   ARGV[3] delay_ms ('' = backoff)
 -- ARGV[4] backoff base ms   ARGV[5] backoff cap ms   ARGV[6] jitter in [0, 1) (from the server)

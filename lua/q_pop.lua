@@ -1,6 +1,6 @@
 -- q_pop.lua: the article's at-most-once poll (ZPOPMIN): the best ready job leaves Redis
 -- entirely in one step. A worker that dies after this loses the job — use q_claim for
--- at-least-once. Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- at-least-once. Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] now_ms override ('' = Redis TIME)   ARGV[2] maintenance bound (due jobs promoted first)
 --

@@ -1,6 +1,6 @@
 -- q_promote.lua: one promoter step: due delayed jobs move to ready (with their priority, at
 -- the back of it), at most a bounded batch per call so one call never blocks Redis for long.
--- Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] now_ms override ('' = Redis TIME)   ARGV[2] batch bound
 --

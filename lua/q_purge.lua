@@ -1,6 +1,6 @@
 -- q_purge.lua: deletes the jobs of one state (ready, delayed or dead; never processing, whose
 -- jobs workers hold), at most `limit` per call so one call never holds Redis for long: the
--- oldest first (ready: most urgent first). Prepended with lib.lua and q_lib.lua (which lists
+-- oldest first (ready: most urgent first). Prepended with base.lua and q_lib.lua (which lists
 -- the eight KEYS).
 --
 -- ARGV[1] state: ready | delayed | dead   ARGV[2] limit

@@ -1,6 +1,6 @@
 -- q_reap.lua: one reaper step: lapsed leases (deadline <= now) go back to ready at once, or to
 -- dead letters past max_attempts; at most a bounded batch per call.
--- Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] now_ms override ('' = Redis TIME)   ARGV[2] batch bound
 --

@@ -1,5 +1,5 @@
 -- q_retry.lua: a dead letter goes back to ready with its priority and a fresh set of attempts.
--- Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] job id
 --

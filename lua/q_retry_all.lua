@@ -1,6 +1,6 @@
 -- q_retry_all.lua: dead letters go back to ready, each with its priority and a fresh set of
 -- attempts (as q_retry.lua does for one), the longest dead first, at most `limit` per call so
--- one call never holds Redis for long. Prepended with lib.lua and q_lib.lua (which lists the
+-- one call never holds Redis for long. Prepended with base.lua and q_lib.lua (which lists the
 -- eight KEYS).
 --
 -- ARGV[1] limit

@@ -1,6 +1,6 @@
 -- q_take.lua: the second half of the article's blocking take: BZPOPMIN (on a dedicated
 -- connection) already removed the id from ready; this returns the job's body and forgets it.
--- Prepended with lib.lua and q_lib.lua (which lists the eight KEYS).
+-- Prepended with base.lua and q_lib.lua (which lists the eight KEYS).
 --
 -- ARGV[1] job id
 --

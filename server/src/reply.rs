@@ -3,7 +3,7 @@
 //! Every script in `lua/` answers `{'ok', fields...}`, another tag with fields (the queue
 //! scripts' `'job'`, `'none'`, ...), or `{'err', code, message, retry_after_ms?, limit?,
 //! reset_ms?}`. Redis hands Lua numbers back as integers and strings as bulk strings; scripts
-//! print large numbers as strings (see `fmt` in `lua/lib.lua`), so a field is read by what it
+//! print large numbers as strings (see `fmt` in `lua/base.lua`), so a field is read by what it
 //! means, not by how it travelled: [`int`] takes an integer or a numeric string, [`text`] a
 //! string or an integer.
 

@@ -1,6 +1,8 @@
 //! The Lua scripts in `lua/`, compiled in with `include_str!`. Scripts that need the shared
-//! helpers get `lua/lib.lua` prepended, so each still runs as one EVALSHA (loaded on first use
-//! by `redis::Script`).
+//! helpers get them prepended — `lua/base.lua` and then `lua/lib.lua` for the board scripts,
+//! `lua/base.lua` and then `lua/q_lib.lua` for the queue scripts — so each still runs as one
+//! EVALSHA (loaded on first use by `redis::Script`). Every call runs the prepended text again,
+//! so a script gets only the helpers of its kind.
 //!
 //! The scripts that publish a board's change event (`publish_change` in lib.lua) come in two
 //! sets of one Lua text: [`PLAIN`] (`PUBLISH`, one Redis of any version) and [`SHARDED`]
@@ -13,13 +15,18 @@ use redis::Script;
 
 use crate::conn::RedisConn;
 
+const BASE: &str = include_str!("../../lua/base.lua");
 const LIB: &str = include_str!("../../lua/lib.lua");
 
 /// The line of lib.lua that names the publishing command.
 const PUBLISH_LINE: &str = "local PUBLISH_CMD = 'PUBLISH'";
 
+fn with_base(body: &str) -> Script {
+    Script::new(&format!("{BASE}\n{body}"))
+}
+
 fn with_lib(body: &str) -> Script {
-    Script::new(&format!("{LIB}\n{body}"))
+    Script::new(&format!("{BASE}\n{LIB}\n{body}"))
 }
 
 /// lib.lua with `SPUBLISH` for `PUBLISH`, then `body`.
@@ -29,7 +36,7 @@ fn with_sharded_lib(body: &str) -> Script {
         "lib.lua names its publish command"
     );
     let lib = LIB.replacen(PUBLISH_LINE, "local PUBLISH_CMD = 'SPUBLISH'", 1);
-    Script::new(&format!("{lib}\n{body}"))
+    Script::new(&format!("{BASE}\n{lib}\n{body}"))
 }
 
 /// The scripts that publish change events.
@@ -74,7 +81,7 @@ pub fn publishing(conn: &RedisConn) -> &'static Publishing {
 pub static READ: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/read.lua")));
 pub static SLIDING_LOG: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/ratelimit.lua")));
-pub static GCRA: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/gcra.lua")));
+pub static GCRA: LazyLock<Script> = LazyLock::new(|| with_base(include_str!("../../lua/gcra.lua")));
 pub static BOARD_PUT: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/board_put.lua")));
 pub static REWARD_GRANT: LazyLock<Script> =
@@ -95,11 +102,12 @@ pub static STATS: LazyLock<Script> =
 pub static REVOKED_READ: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/revoked_read.lua")));
 
-// Queue scripts (`docs/queues.md`): lib.lua, then the queue helpers of q_lib.lua, then the script.
+// Queue scripts (`docs/queues.md`): base.lua, then the queue helpers of q_lib.lua, then the
+// script (none of lib.lua's board helpers: they would cost every enqueue their set-up).
 const QLIB: &str = include_str!("../../lua/q_lib.lua");
 
 fn with_qlib(body: &str) -> Script {
-    Script::new(&format!("{LIB}\n{QLIB}\n{body}"))
+    Script::new(&format!("{BASE}\n{QLIB}\n{body}"))
 }
 
 pub static Q_ENQUEUE: LazyLock<Script> =

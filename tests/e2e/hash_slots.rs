@@ -200,21 +200,24 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     assert_eq!(s, 204);
 
     // Every script of lua/ has run: each file, as scripts.rs composes it (alone, after
-    // lib.lua, or after lib.lua and q_lib.lua), is loaded in Redis (redis::Script loads on
+    // base.lua, after base.lua and lib.lua, or after base.lua and q_lib.lua), is loaded in Redis (redis::Script loads on
     // first use). Background steps (a revocation poller) may take a moment.
     let read = |name: &str| std::fs::read_to_string(root().join("lua").join(name)).unwrap();
-    let (lib, qlib) = (read("lib.lua"), read("q_lib.lua"));
+    let (base, lib, qlib) = (read("base.lua"), read("lib.lua"), read("q_lib.lua"));
     let mut all: Vec<(String, Vec<String>)> = std::fs::read_dir(root().join("lua"))
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".lua") && n != "lib.lua" && n != "q_lib.lua")
+        .filter(|n| {
+            n.ends_with(".lua") && !["base.lua", "lib.lua", "q_lib.lua"].contains(&n.as_str())
+        })
         .map(|n| {
             let body = read(&n);
             let shas = [
                 body.clone(),
-                format!("{lib}\n{body}"),
-                format!("{lib}\n{qlib}\n{body}"),
+                format!("{base}\n{body}"),
+                format!("{base}\n{lib}\n{body}"),
+                format!("{base}\n{qlib}\n{body}"),
             ]
             .iter()
             .map(|text| redis::Script::new(text).get_hash().to_owned())

@@ -3,13 +3,14 @@
 //! store) agree on every configuration a board may have — every `time_bits` 1..=52, every
 //! `resolution_ms` 1..=86 400 000, both orders, with and without tie-break — at the edges:
 //! points at ±max and max+1, times at 0, the last tick and one past it. The Lua side runs on a
-//! real redis-server, prepended with lib.lua exactly as the server's scripts are.
+//! real redis-server, prepended with base.lua and lib.lua exactly as the server's scripts are.
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use scorecast_shared::{Codec, CodecError, Order};
 use scorecast_tests::start_redis;
 
+const BASE: &str = include_str!("../../lua/base.lua");
 const LIB: &str = include_str!("../../lua/lib.lua");
 
 /// For a board configuration and a list of (points, t, season start), what lib.lua says: its
@@ -159,7 +160,7 @@ fn lua() -> (scorecast_server::embedded::RedisProcess, Lua) {
     let conn = redis::Client::open(redis.url())
         .and_then(|c| c.get_connection())
         .expect("connect to the test redis-server");
-    let script = redis::Script::new(&format!("{LIB}\n{PROBE}"));
+    let script = redis::Script::new(&format!("{BASE}\n{LIB}\n{PROBE}"));
     (redis, Lua { conn, script })
 }
 
