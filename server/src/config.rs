@@ -102,6 +102,9 @@ pub struct WsSettings {
     pub max_views_per_session: usize,
     /// Coalescing window of view pushes.
     pub coalesce_ms: u64,
+    /// `me` and `around` messages this instance's view flushes may send per second, over all
+    /// boards; beyond, the players' windows stretch (up to 20 × `coalesce_ms`). 0 = no budget.
+    pub player_pushes_per_sec: u32,
     pub max_frame_bytes: usize,
     /// SO_SNDBUF of each accepted TCP connection (the kernel doubles it): what a client that
     /// stops reading can pin in kernel memory before it is detected and closed.
@@ -121,6 +124,7 @@ impl Default for WsSettings {
             outbound_queue: 64,
             max_views_per_session: 16,
             coalesce_ms: 50,
+            player_pushes_per_sec: 15_000,
             max_frame_bytes: 16 * 1024,
             send_buffer_bytes: 32 * 1024,
             max_messages_per_sec: 50,

@@ -723,6 +723,112 @@ async fn after_a_burst_every_me_view_of_two_thousand_players_converges() {
     );
 }
 
+/// The instance's push budget (`ws.player_pushes_per_sec`): 200 players who watch `me` while
+/// they submit would each be sent an update about every 50 ms by their board's flushes; with a
+/// budget of 400 messages a second the flushes send at most that (plus one flush's worth, sent
+/// before it is paid back), the board's window shows the stretch and its cause
+/// (`push_budget`), and once the load stops every last `me` push still equals the stored
+/// standing within one maximal window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converge() {
+    const N: usize = 200;
+    const ROUNDS: usize = 20;
+    const PER_SEC: u32 = 400;
+    let app = spawn_app_with(
+        |s| {
+            s.public_limit.limit = 100_000;
+            s.ws.player_pushes_per_sec = PER_SEC;
+        },
+        Clock::Redis,
+    )
+    .await;
+    let board = "budget";
+    app.board(board, json!({"op": "set", "submit_limit": null}))
+        .await;
+    let app = &app;
+    let clients = join_all((0..N).map(|p| async move {
+        let mut ws = WsClient::connect(&app.ws_url()).await;
+        assert_eq!(
+            ws.hello(&app.token(&format!("pb{p}"), None)).await["type"],
+            "welcome"
+        );
+        let snap = ws.subscribe(board, "me", json!({})).await;
+        assert_eq!(snap["type"], "rank", "{snap}");
+        (ws, snap)
+    }))
+    .await;
+    let before = counts(app, board).pushed;
+    let started = tokio::time::Instant::now();
+    // The stretch is visible while the load runs.
+    let watch = async {
+        let deadline = started + Duration::from_secs(30);
+        loop {
+            let (window, cause) = app.state.hub.views_window();
+            if cause == "push_budget" {
+                return Some(window);
+            }
+            if tokio::time::Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    // Each player submits one score after the other, each after the last one's ack.
+    let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 5000) as i64 + 1;
+    let load = join_all(clients.into_iter().enumerate().map(|(p, (mut ws, mut last))| async move {
+        for i in 0..ROUNDS {
+            ws.send_json(json!({"type": "submit", "id": format!("b{i}"), "board": board, "points": points(p, i)}))
+                .await;
+            loop {
+                match ws.next_within(Duration::from_secs(30)).await {
+                    Some(Incoming::Json(v)) if v["type"] == "ack" => break,
+                    Some(Incoming::Json(v)) if v["type"] == "rank" => last = v,
+                    other => panic!("pb{p}: expected an ack or a push, got {other:?}"),
+                }
+            }
+        }
+        (ws, last)
+    }));
+    let (stretched, clients) = tokio::join!(watch, load);
+    let stretched = stretched.expect("the window was stretched by the push budget");
+    assert!(stretched > Duration::from_millis(50), "{stretched:?}");
+    let stopped = tokio::time::Instant::now();
+    let key = format!("lb:{{{board}}}:s:all");
+    let mut pipe = redis::pipe();
+    for p in 0..N {
+        pipe.zrevrank(&key, format!("pb{p}"))
+            .zscore(&key, format!("pb{p}"));
+    }
+    let standings: Vec<(Option<u64>, Option<f64>)> =
+        pipe.query_async(&mut app.redis_conn().await).await.unwrap();
+    let read = join_all(clients.into_iter().zip(standings).enumerate().map(
+        |(p, ((mut ws, last), (rank, score)))| async move {
+            let stored = json!({"score": score.map(|s| s as i64), "rank": rank.map(|r| r + 1)});
+            let last = last_rank_until(&mut ws, last, &stored, Duration::from_secs(30)).await;
+            (p, shows(&last, &stored), tokio::time::Instant::now())
+        },
+    ))
+    .await;
+    let differ: Vec<usize> = read.iter().filter(|r| !r.1).map(|r| r.0).collect();
+    assert!(
+        differ.is_empty(),
+        "players whose last push differs: {differ:?}"
+    );
+    let converged = read.iter().map(|r| r.2).max().expect("players") - stopped;
+    assert!(
+        converged <= MAX_WINDOW + DELIVERY_MARGIN,
+        "converged {converged:?} after the load stopped"
+    );
+    let elapsed = tokio::time::Instant::now() - started;
+    let pushed = counts(app, board).pushed - before;
+    let allowed = f64::from(PER_SEC) * elapsed.as_secs_f64() + N as f64;
+    eprintln!("{pushed} `me` pushes by the flushes in {elapsed:?} (at most {allowed:.0}); window stretched to {stretched:?}");
+    assert!(
+        pushed as f64 <= allowed,
+        "{pushed} messages in {elapsed:?}: over the budget of {PER_SEC}/s"
+    );
+}
+
 /// The longest a `me` window stretches to (20 × `ws.coalesce_ms`: `docs/protocol.md`, "Views").
 const MAX_WINDOW: Duration = Duration::from_secs(1);
 /// Beyond it: the last flush reads, renders and offers 2 000 updates and the sessions write them,

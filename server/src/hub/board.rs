@@ -62,6 +62,7 @@ impl BoardCell {
         let cause = match self.stretch.load(Ordering::Relaxed) {
             1 => Some(Stretch::SessionsBehind),
             2 => Some(Stretch::FlushBudget),
+            3 => Some(Stretch::PushBudget),
             _ => None,
         };
         (w, cause)
@@ -129,6 +130,8 @@ pub struct ViewCounts {
     pub with_ack: u64,
     /// `me` updates left to a later flush (`views_deferred`).
     pub deferred: u64,
+    /// `me` and `around` messages offered by the flushes (what the push budget counts).
+    pub pushed: u64,
 }
 
 pub(super) struct Sub {

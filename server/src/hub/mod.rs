@@ -35,6 +35,7 @@
 
 mod around;
 mod board;
+mod budget;
 mod changes;
 mod commit;
 pub mod derive;
@@ -83,6 +84,8 @@ struct Inner {
     /// Redis pub/sub: board events and `notify` in, `notify` out.
     broker: Broker,
     ws: WsSettings,
+    /// `me` and `around` messages the flushes of all boards may offer per second.
+    budget: budget::PushBudget,
     max_conns_per_addr: u32,
     shutdown: watch::Sender<bool>,
     /// Wakes whoever waits for every session to end (graceful shutdown).
@@ -122,6 +125,7 @@ impl Hub {
                 store,
                 broker,
                 ws: settings.ws.clone(),
+                budget: budget::PushBudget::new(settings.ws.player_pushes_per_sec),
                 max_conns_per_addr: settings.max_conns_per_addr,
                 shutdown,
                 sessions_changed: Notify::new(),
@@ -176,7 +180,7 @@ impl Hub {
     }
 
     /// The longest players' (`me`, `around`) coalescing window among the watched boards, and why
-    /// it is stretched (`none`, `sessions_behind`, `flush_budget`), for `/metrics`.
+    /// it is stretched (`none`, `sessions_behind`, `flush_budget`, `push_budget`), for `/metrics`.
     pub fn views_window(&self) -> (Duration, &'static str) {
         let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
         cells

@@ -47,6 +47,9 @@ pub enum Stretch {
     /// The flush's own work (planning, deriving, rendering, offering; not its Redis reads) took
     /// more than a quarter of the window: the views would crowd out the submissions.
     FlushBudget,
+    /// The instance's flushes offered more `me` and `around` messages than
+    /// `ws.player_pushes_per_sec` allows (`budget.rs`).
+    PushBudget,
 }
 
 impl Stretch {
@@ -54,6 +57,7 @@ impl Stretch {
         match self {
             Stretch::SessionsBehind => "sessions_behind",
             Stretch::FlushBudget => "flush_budget",
+            Stretch::PushBudget => "push_budget",
         }
     }
 }
@@ -95,6 +99,8 @@ struct Flushed {
     me: u64,
     /// Of those, left for a later flush because their session was behind.
     deferred: u64,
+    /// `me` and `around` messages it offered.
+    sent: u64,
 }
 
 /// Flushes one board's views until the registry dropped its cell, taking only the board's own
@@ -104,6 +110,10 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
     let wake = cell.wake.clone();
     let coalesce = Duration::from_millis(inner.ws.coalesce_ms);
     let mut window = coalesce;
+    let max_window = coalesce * MAX_STRETCH;
+    // The wait before the next flush of players' views: `window`, or longer when the
+    // instance's push budget asks for it (`budget.rs`), never over `max_window`.
+    let mut players_wait = coalesce;
     // Why `window` is stretched (the cause of its last doubling), while it is.
     let mut stretched_by: Option<Stretch> = None;
     let mut last_flush: Option<Instant> = None;
@@ -119,7 +129,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
             Some(t) => {
                 tokio::select! {
                     _ = wake.notified() => {}
-                    _ = tokio::time::sleep_until(t + window) => {}
+                    _ = tokio::time::sleep_until(t + players_wait) => {}
                 }
             }
             None => wake.notified().await,
@@ -132,7 +142,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
             inner.check_ranking(&board, &cell).await;
         }
         let started = Instant::now();
-        let players_due = last_players.is_none_or(|t| started >= t + window);
+        let players_due = last_players.is_none_or(|t| started >= t + players_wait);
         let plan = match changes::plan_flush(&mut cell.lock(), players_due) {
             Planned::Gone => return,
             Planned::Nothing => {
@@ -157,18 +167,23 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
                 let flushed = inner.offer(&board, &cell, plan, pages);
                 if players_due {
                     let busy = planned + offering.elapsed();
-                    let (w, cause) = next_window(window, coalesce, flushed, busy);
+                    let (w, mut cause) = next_window(window, coalesce, flushed, busy);
+                    window = w;
+                    let owed = inner.budget.spend(flushed.sent, started);
+                    players_wait = window.max(owed).min(max_window);
+                    if players_wait > window {
+                        cause = Some(Stretch::PushBudget);
+                    }
                     if let Some(c) = cause {
                         metrics::VIEWS_STRETCHED
                             .with_label_values(&[c.label()])
                             .inc();
                         stretched_by = Some(c);
                     }
-                    window = w;
-                    if window <= coalesce {
+                    if players_wait <= coalesce {
                         stretched_by = None;
                     }
-                    cell.set_window(window, stretched_by);
+                    cell.set_window(players_wait, stretched_by);
                 }
             }
             Err(e) => {
@@ -392,10 +407,14 @@ impl Inner {
                 sub.sent(msg.hash, msg.seq, now, false);
                 sub.outbox.offer_view(board, key.1, msg.text.clone());
                 crate::metrics::PUSHES.inc();
+                if !matches!(sub.view, View::Top { .. }) {
+                    flushed.sent += 1;
+                }
             }
         }
         metrics::DEFERRED.inc_by(flushed.deferred);
         counts.deferred += flushed.deferred;
+        counts.pushed += flushed.sent;
         if flushed.deferred > 0 || held {
             dirty.any = true;
             wake.notify_one();
@@ -430,10 +449,12 @@ mod tests {
         let behind = Flushed {
             me: 10,
             deferred: 6,
+            sent: 4,
         };
         let keeping_up = Flushed {
             me: 10,
             deferred: 5,
+            sent: 5,
         };
         let mut w = coalesce;
         for want in [100, 200, 400, 800, 1000, 1000] {
