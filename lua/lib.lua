@@ -146,17 +146,6 @@ local function bucket_key(prefix, season, n)
   return prefix .. 'bk:' .. season .. ':' .. string.format('%d', n)
 end
 
--- Mirrors a moderation change of `player`'s entry in `season` to their bucket, if they have
--- one (lua/remove.lua, ban.lua, unban.lua): `score` nil removes it. Returns the change event's
--- `,"bucket":<n>` ('' without a bucket).
-local function bucket_mirror(prefix, season, player, score)
-  local n = redis.call('HGET', prefix .. 'bk:' .. season, player)
-  if not n then return '' end
-  local k = bucket_key(prefix, season, tonumber(n))
-  if score then redis.call('ZADD', k, score, player) else redis.call('ZREM', k, player) end
-  return ',"bucket":' .. n
-end
-
 -- Drops the bucket keys of `season`.
 local function drop_buckets(prefix, season)
   local h = prefix .. 'bk:' .. season
@@ -247,6 +236,26 @@ local function rank_of(key, cfg, player, score)
   end
   if cfg.order == 'desc' then return redis.call('ZREVRANK', key, player) + 1 end
   return redis.call('ZRANK', key, player) + 1
+end
+
+-- Mirrors a moderation change of `player`'s entry in `season` to their bucket, if they have
+-- one (lua/remove.lua, ban.lua, unban.lua): `score` nil removes it. Returns the bucket's
+-- number and the player's rank in it (before a removal, after an addition), or nil: a
+-- bucketed board's change events give the ranks within the bucket and name it.
+local function bucket_mirror(prefix, cfg, season, player, score)
+  local n = redis.call('HGET', prefix .. 'bk:' .. season, player)
+  if not n then return nil end
+  local k = bucket_key(prefix, season, tonumber(n))
+  local r
+  if score then
+    redis.call('ZADD', k, score, player)
+    r = rank_of(k, cfg, player, tonumber(score))
+  else
+    local had = redis.call('ZSCORE', k, player)
+    r = had and rank_of(k, cfg, player, tonumber(had))
+    redis.call('ZREM', k, player)
+  end
+  return tonumber(n), r
 end
 
 -- Board rows from index `start` to `stop` (0-based, inclusive) in rank order, as a flat list:

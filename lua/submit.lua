@@ -120,11 +120,9 @@ local tour = tournament_of(cfg)
 local t_closed, t_closed_msg -- the tournament's window refusal, if it is not open now
 if tour then t_closed, t_closed_msg = tournament_window(tour, now) end
 local t_prefix = prefix .. 't:' .. season
--- A bucketed board (lib.lua, "Buckets"): each score is written to the player's bucket too, the
--- results' ranks are within the bucket, and the change event keeps the board's own ranks (with
--- the bucket's number).
+-- A bucketed board (lib.lua, "Buckets"): each score is written to the player's bucket too, and
+-- the results' and the change event's ranks are within the bucket (the event names it).
 local bsize = bucket_size_of(cfg)
-if bsize then fast_incr = false end
 local league = cfg.league ~= nil and cfg.league ~= cjson.null
 
 -- |score| of the board's extremes, read once per batch and only if an `incr` submission comes:
@@ -211,7 +209,7 @@ local function submit_player(player, subs)
       local points = tonumber(points_s)
       if op == '' then op = cfg_op end
       local new_points, new_s, new_score, prev_rank, new_rank, changed, t
-      local bucket, g_prev, g_new -- a bucketed board: the bucket, the board's own ranks
+      local bucket -- a bucketed board: the player's bucket
       local limited = lim and (by == '' or by == VERIFIED)
       local rl_key = limited and prefix .. 'rl:' .. player
       local refused
@@ -262,18 +260,26 @@ local function submit_player(player, subs)
       if not refused and op == 'incr' and fast_incr then
         if not extreme then extreme = board_extreme() end
         if points + extreme <= max_p and extreme - points <= max_p then
+          -- The ladder the ranks are of: the board's, or the player's bucket (placed now if
+          -- they have none), whose zset gets the board's new score.
+          local rkey = key
+          if bsize then
+            bucket = bucket_of(prefix, season, player, bsize)
+            rkey = bucket_key(prefix, season, bucket)
+          end
           prev_rank = known
           if not prev_rank then
-            local before = redis.call(rank_cmd, key, player)
+            local before = redis.call(rank_cmd, rkey, player)
             prev_rank = before and before + 1 or -1
           end
           -- Redis prints the new score itself (an integer below 2^53: in plain digits).
           new_s = redis.call('ZINCRBY', key, points_s, player)
+          if bsize then redis.call('ZADD', rkey, new_s, player) end
           new_score = tonumber(new_s)
           new_points = new_score
           if new_score > extreme then extreme = new_score elseif -new_score > extreme then extreme = -new_score end
           changed = points ~= 0 or prev_rank < 0
-          if changed then new_rank = redis.call(rank_cmd, key, player) + 1 else new_rank = prev_rank end
+          if changed then new_rank = redis.call(rank_cmd, rkey, player) + 1 else new_rank = prev_rank end
         end
       end
       if not refused and not new_score then
@@ -309,21 +315,20 @@ local function submit_player(player, subs)
           end
           if not refused then
             changed = new_score ~= old_score
-            prev_rank = old_score and rank(player, old_score) or -1
+            local rkey = key -- the ladder the ranks are of (as in the fast path above)
+            if bsize then
+              bucket = bucket_of(prefix, season, player, bsize)
+              rkey = bucket_key(prefix, season, bucket)
+              local in_b = redis.call('ZSCORE', rkey, player)
+              prev_rank = in_b and rank(player, tonumber(in_b), rkey) or -1
+              redis.call('ZADD', rkey, istr(new_score), player)
+            else
+              prev_rank = old_score and rank(player, old_score) or -1
+            end
             if changed then redis.call('ZADD', key, istr(new_score), player) end
             if extreme and math.abs(new_score) > extreme then extreme = math.abs(new_score) end
-            new_rank = rank(player, new_score)
+            new_rank = rank(player, new_score, rkey)
             new_s = istr(new_points)
-            if bsize then
-              -- The player's bucket (placed now if they have none), its zset beside the board's.
-              bucket = bucket_of(prefix, season, player, bsize)
-              local bkey = bucket_key(prefix, season, bucket)
-              local in_b = redis.call('ZSCORE', bkey, player)
-              g_prev, g_new = prev_rank, new_rank
-              prev_rank = in_b and rank(player, tonumber(in_b), bkey) or -1
-              redis.call('ZADD', bkey, istr(new_score), player)
-              new_rank = rank(player, new_score, bkey)
-            end
           end
         end
       end
@@ -347,11 +352,9 @@ local function submit_player(player, subs)
         local reached = packed and reached_ms(cfg, t, season_start) or -1
         if changed then
           nc = nc + 1
-          local er, epr = g_new or new_rank, g_prev or prev_rank
-          changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. istr(er) ..
-            ',"previous_rank":' .. (epr < 0 and 'null' or istr(epr)) ..
-            (bucket and (',"bucket":' .. istr(bucket) .. ',"bucket_rank":' .. istr(new_rank) ..
-              ',"bucket_previous_rank":' .. (prev_rank < 0 and 'null' or istr(prev_rank))) or '') ..
+          changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. istr(new_rank) ..
+            ',"previous_rank":' .. (prev_rank < 0 and 'null' or istr(prev_rank)) ..
+            (bucket and (',"bucket":' .. istr(bucket)) or '') ..
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
         accepted = accepted + 1

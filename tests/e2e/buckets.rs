@@ -295,7 +295,7 @@ fn names(v: &Value) -> Vec<String> {
 /// Live views over the WebSocket are within the player's bucket: `me`, `top` and `around` show
 /// the bucket's players and ranks; a move in bucket 1 moves its watcher's views and its
 /// watcher's alone (bucket 2's watcher hears nothing until its own bucket changes, and then
-/// only of its own bucket). A spectator's `top` of a bucketed board is `bad_request`, a player
+/// only of its own bucket); an operator's removal reaches the bucket's watchers too. A spectator's `top` of a bucketed board is `bad_request`, a player
 /// without a bucket `not_found`.
 #[tokio::test]
 async fn live_views_are_within_the_bucket_and_other_buckets_hear_nothing() {
@@ -357,6 +357,14 @@ async fn live_views_are_within_the_bucket_and_other_buckets_hear_nothing() {
         !seen.contains_key("rank"),
         "b3's rank did not change: {seen:?}"
     );
+    // An operator removes a1 (second in bucket 1): its watcher's views follow.
+    let r = app
+        .call(Method::DELETE, "/admin/boards/b/players/a1", None, true)
+        .await;
+    assert_eq!(r.status, 204);
+    let top = wa.recv_until(EVENTUALLY, |v| v["type"] == "top").await;
+    assert_eq!(names(&top), ["a3", "a2"]);
+    assert_eq!(top["total"], 2);
 
     let mut spectator = WsClient::connect(&app.ws_url()).await;
     let e = spectator.subscribe("b", "top", json!({})).await;

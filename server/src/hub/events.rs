@@ -7,11 +7,10 @@
 //! ended, `{"board", "season", "seq", "tournament": {...}}` for a tournament event (no score
 //! changed; pushed as it comes to every session with a view of the board).
 //!
-//! A bucketed board's changes also carry `bucket`, `bucket_rank` and `bucket_previous_rank`
-//! (moderation's only `bucket`): each bucket's views are kept in a cell of their own
-//! (`Id::cell`), which gets the changes of its bucket with the bucket's ranks as `rank` and
-//! `previous_rank` (a change without them makes the cell read everything again); an event that
-//! names no player (a new season, a tournament's) goes to every bucket cell of the board.
+//! On a bucketed board each change also names its `bucket`, and its ranks are within that
+//! bucket: each bucket's views are kept in a cell of their own (`Id::cell`), which gets the
+//! changes of its bucket; an event that names no player (a new season, a tournament's) goes to
+//! every bucket cell of the board.
 
 use scorecast_shared::{Entry, Id, ServerMsg};
 use serde::Deserialize;
@@ -65,13 +64,9 @@ pub(super) struct Change {
     /// The display name the submission recorded (absent: none given).
     #[serde(default)]
     pub name: Option<String>,
-    /// A bucketed board: the player's bucket, and their ranks in it.
+    /// A bucketed board: the player's bucket (the ranks are within it).
     #[serde(default)]
     pub bucket: Option<u32>,
-    #[serde(default)]
-    pub bucket_rank: Option<u64>,
-    #[serde(default)]
-    pub bucket_previous_rank: Option<u64>,
 }
 
 impl Change {
@@ -142,23 +137,14 @@ impl Inner {
             let Some(n) = c.bucket else { continue };
             by_bucket.entry(n).or_default().push(Change {
                 player: c.player.clone(),
-                score: c.score,
-                rank: c.bucket_rank,
-                previous_rank: c.bucket_previous_rank,
                 name: c.name.clone(),
-                bucket: c.bucket,
-                bucket_rank: c.bucket_rank,
-                bucket_previous_rank: c.bucket_previous_rank,
+                ..*c
             });
         }
         for (n, changes) in by_bucket {
             let Some(cell) = self.cell(&Id::cell(board, &season, n)) else {
                 continue;
             };
-            // A change without its ranks in the bucket (moderation's): read everything again.
-            let exact = changes
-                .iter()
-                .all(|c| c.bucket_rank.is_some() || c.bucket_previous_rank.is_some());
             let bucket_ev = Event {
                 season: ev.season.clone(),
                 seq: ev.seq,
@@ -166,12 +152,7 @@ impl Inner {
                 rollover: false,
                 tournament: None,
             };
-            let mut b = cell.lock();
-            b.note_event(board, &bucket_ev);
-            if !exact {
-                b.forget_standings();
-                b.mark_all_dirty();
-            }
+            cell.lock().note_event(board, &bucket_ev);
         }
     }
 }
