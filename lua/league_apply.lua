@@ -10,7 +10,7 @@
 -- Every write is absolute: `lg` player -> the board they play on now (HSET of a computed value,
 -- never a count), so applying the same moves again ends in the same state. A player leaving
 -- loses any entry they made here in the next season before this ran (its score, bucket entry
--- and bucket place), so each player is on one tier. The done marker
+-- and bucket place, free again if that bucket is still filling), so each player is on one tier. The done marker
 -- `lg:done:<season>` (the moves' count) is written in the same script: a second call changes
 -- nothing and answers 0.
 -- Returns {'ok', applied (1) or 0 (done before)} or {'err', code, message}.
@@ -29,9 +29,15 @@ for _, m in ipairs(moves) do
   redis.call('HSET', placed, player, now_on)
   if now_on ~= board then
     if redis.call('ZREM', prefix .. 's:' .. next_season, player) == 1 then
-      bucket_mirror(prefix, next_season, player, nil)
+      bucket_mirror(prefix, cfg, next_season, player, nil)
     end
-    redis.call('HDEL', prefix .. 'bk:' .. next_season, player)
+    -- Their place in a bucket goes too; in the bucket still filling, it is free again.
+    local bk = prefix .. 'bk:' .. next_season
+    local n = redis.call('HGET', bk, player)
+    if n then
+      redis.call('HDEL', bk, player)
+      if n == redis.call('HGET', bk, '#open') then redis.call('HINCRBY', bk, '#fill', -1) end
+    end
   end
 end
 redis.call('SET', done, fmt(#moves))

@@ -283,11 +283,28 @@ async fn three_seasons_move_each_buckets_first_up_and_last_down_exactly_once() {
     );
 
     app.clock.set(DAY_END);
+    // p3 plays the new season on bronze before the close job ran: accepted there for now.
+    assert_eq!(submit(&app, "bronze", "p3", "early", 5).await.status, 200);
     let ran = run_jobs(&app, &rec).await;
     assert!(
         ran.contains(&"league.close.weekly.2025-03-10".to_owned()),
         "{ran:?}"
     );
+    // Moved up, p3 lost that early entry on bronze (score, bucket place, bucket entry).
+    let mut c = app.redis_conn().await;
+    for (cmd, key) in [
+        ("ZSCORE", "lb:{bronze}:s:2025-03-11"),
+        ("HGET", "lb:{bronze}:bk:2025-03-11"),
+        ("ZSCORE", "lb:{bronze}:bk:2025-03-11:1"),
+    ] {
+        let v: Option<String> = redis::cmd(cmd)
+            .arg(key)
+            .arg("p3")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        assert_eq!(v, None, "{key} still holds p3");
+    }
     let moves = app
         .call(
             Method::GET,
