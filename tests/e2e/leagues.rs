@@ -645,3 +645,51 @@ async fn a_moved_player_is_told_on_their_websocket() {
         panic!("p1 was sent {v}");
     }
 }
+
+/// The same close run by two instances at once (a redelivery racing the first delivery): the
+/// moves are stored once, applied once per tier, the season closed once, and each moved player
+/// gets one `notify` job.
+#[tokio::test]
+async fn two_instances_racing_the_same_close_move_each_player_once() {
+    let app = app().await;
+    let second = app.second_instance_with(|s| s.workers = false).await;
+    put_league(&app, "weekly", weekly()).await;
+    let all: Vec<String> = (1..=30).map(|i| format!("p{i}")).collect();
+    let rows: Vec<(&str, i64)> = all.iter().zip(1..).map(|(p, i)| (p.as_str(), i)).collect();
+    scores(&app, "bronze", "d1", &rows).await;
+    app.clock.set(DAY_END);
+    let job = close_job("2025-03-10", DAY_END);
+    let rec = Recorder::default();
+    let (x, y) = tokio::join!(
+        jobs::handle(&app.state, &rec, &job),
+        jobs::handle(&second.state, &rec, &job)
+    );
+    x.unwrap();
+    y.unwrap();
+    // Buckets of 3, one up each: the first of each of the 10 buckets.
+    let ups: Vec<String> = (1..=10).map(|b| format!("p{}", 3 * b)).collect();
+    let names: Vec<&str> = all.iter().map(String::as_str).collect();
+    let placed = tiers_of(&app, &names).await;
+    for (p, t) in &placed {
+        let want = if ups.contains(p) { "silver" } else { "bronze" };
+        assert_eq!(t, want, "{p}");
+    }
+    let q = app.state.queues.get(&id("scorecast"));
+    let listed = q
+        .list(scorecast_server::queue::JobState::Ready, 0, 1000)
+        .await
+        .unwrap();
+    let mut told: Vec<String> = listed
+        .1
+        .iter()
+        .filter(|l| l.job.kind == "notify")
+        .map(|l| {
+            let p: Value = l.job.payload_as().unwrap();
+            p["player"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    told.sort();
+    let mut want = ups.clone();
+    want.sort();
+    assert_eq!(told, want, "one notify job per moved player");
+}
