@@ -205,6 +205,21 @@ async fn one_put_configures_a_league_and_bad_ones_change_nothing() {
         json!({"tiers": ["o1", "o2"], "bucket_size": 5, "promote": 1, "relegate": 1, "reset": "weekly"}),
     )
     .await;
+    // A verified league: a new player's run on a tier above the lowest is refused too.
+    let mut verified = weekly();
+    verified["tiers"] = json!(["v0", "v1"]);
+    verified["board"] = json!({"op": "best", "validator": "2048"});
+    assert_eq!(put_league(&app, "verified", verified).await.status, 200);
+    let st = &app.state.store;
+    let e = st
+        .start_run(&id("v1"), &id("newbie"), 60_000, 3)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code.as_str(), "wrong_tier", "{e:?}");
+    st.start_run(&id("v0"), &id("newbie"), 60_000, 3)
+        .await
+        .unwrap();
+
     let before = app.dump().await;
     let mut bad = Vec::new();
     for (field, v) in [
