@@ -362,9 +362,26 @@ async fn live_views_are_within_the_bucket_and_other_buckets_hear_nothing() {
         .call(Method::DELETE, "/admin/boards/b/players/a1", None, true)
         .await;
     assert_eq!(r.status, 204);
-    let top = wa.recv_until(EVENTUALLY, |v| v["type"] == "top").await;
-    assert_eq!(names(&top), ["a3", "a2"]);
+    let seen = updates(&mut wa, 2).await;
+    let top = &seen["top"];
+    assert_eq!(names(&seen["around"]), ["a3", "a2"]);
+    assert_eq!(names(top), ["a3", "a2"]);
     assert_eq!(top["total"], 2);
+    // Unsubscribing names the board: the views in the bucket's cell stop; `me` goes on.
+    for view in ["top", "around"] {
+        wa.send_json(json!({"type": "unsubscribe", "board": "b", "view": view}))
+            .await;
+    }
+    assert_eq!(submit(&app, "b", "a2", "up", 100).await.status, 200);
+    let me = wa.recv_until(EVENTUALLY, |_| true).await;
+    assert_eq!(
+        (me["type"].clone(), me["rank"].clone()),
+        (json!("rank"), json!(2)),
+        "{me}"
+    );
+    if let Some(Incoming::Json(v)) = wa.next_within(std::time::Duration::from_millis(500)).await {
+        panic!("an unsubscribed view was sent {v}");
+    }
 
     let mut spectator = WsClient::connect(&app.ws_url()).await;
     let e = spectator.subscribe("b", "top", json!({})).await;
