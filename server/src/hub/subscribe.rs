@@ -41,11 +41,9 @@ pub(super) async fn subscribe(
     // store reads as that bucket; the view the session had of this kind in another cell of the
     // board (another bucket, or a season ago) is replaced, as one in the same cell is.
     let cell = inner.store.view_cell(board, player.as_ref()).await?;
-    if cell != *board {
-        inner.unsubscribe_where(session, outbox, key.1, |c| {
-            c != &cell && c.board_part() == board.as_str()
-        });
-    }
+    inner.unsubscribe_where(session, outbox, key.1, |c| {
+        c != &cell && c.board_part() == board.as_str()
+    });
     let gen = register(inner, key, outbox, &cell, view, player)?;
     inner.broker.wait_board(board, SUBSCRIBE_CONFIRM_WAIT).await;
     let rows = plan::rows(view);
