@@ -15,7 +15,8 @@
 -- On a tournament board a started run is an attempt (lib.lua, "Tournaments"): refused when the
 -- tournament is not open (`not_started`, `ended`), when the player has not joined a tournament
 -- that needs it (`not_joined`) or it is full (`full`), and past `max_attempts`
--- (`no_attempts_left`); a run started enters the player and counts one attempt.
+-- (`no_attempts_left`); a run started enters the player and counts one attempt. On a league's
+-- tier board a player who does not play on this tier is refused `wrong_tier`.
 -- Returns {'ok', started_ms, expires_ms, seed} or {'err', code, message}; an error changes
 -- nothing.
 
@@ -42,6 +43,9 @@ local open = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
 if open >= tonumber(ARGV[5]) then
   return {'err', 'conflict', ARGV[1] .. ' already has ' .. open .. ' open runs on this board (at most ' .. ARGV[5] .. '); finish or wait for one'}
 end
+-- A league's tier board: only a player who plays on this tier starts a run (lib.lua, "Leagues").
+local lg_code, lg_msg = league_refusal(prefix, cfg, board_of(prefix), ARGV[1])
+if lg_code then return {'err', lg_code, lg_msg} end
 local tour = tournament_of(cfg)
 local t_key, t_in
 if tour then

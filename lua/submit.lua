@@ -17,9 +17,11 @@
 --
 -- Order for each: ban check (lua/ban.lua: a banned player changes nothing, a retried id
 -- included) -> dedup (so a retried success is never rate limited) -> points allowed ->
--- tournament (lib.lua: open now, entered or room to enter, an attempt left) -> limiter check ->
--- compute the new score and check its range -> write: score, limiter entry, tournament entry
--- and attempt, name, dedup record.
+-- tournament (lib.lua: open now, entered or room to enter, an attempt left) -> a league's tier
+-- (lib.lua, "Leagues": the player plays on this tier board, else `wrong_tier`) -> limiter check ->
+-- compute the new score and check its range -> write: score (on a bucketed board also to the
+-- player's bucket, placing them in one if they have none: lib.lua, "Buckets"; the results' ranks
+-- are then within the bucket), limiter entry, tournament entry and attempt, name, dedup record.
 -- A rejection writes nothing. Order: each player's submissions together and in their order,
 -- players in the order they first come in the batch (submissions of different players in one
 -- batch are concurrent, so this is a valid order; the event lists changes in it, the audit entry
@@ -118,6 +120,10 @@ local tour = tournament_of(cfg)
 local t_closed, t_closed_msg -- the tournament's window refusal, if it is not open now
 if tour then t_closed, t_closed_msg = tournament_window(tour, now) end
 local t_prefix = prefix .. 't:' .. season
+-- A bucketed board (lib.lua, "Buckets"): each score is written to the player's bucket too, and
+-- the results' and the change event's ranks are within the bucket (the event names it).
+local bsize = bucket_size_of(cfg)
+local league = cfg.league ~= nil and cfg.league ~= cjson.null
 
 -- |score| of the board's extremes, read once per batch and only if an `incr` submission comes:
 -- while |points| + that stays in range, ZINCRBY cannot leave the exact range, so it runs blind.
@@ -132,9 +138,10 @@ local function board_extreme()
   return m
 end
 
-local function rank(player, score)
-  if ordinal then return redis.call(rank_cmd, key, player) + 1 end
-  return rank_of(key, cfg, player, score)
+local function rank(player, score, k)
+  k = k or key
+  if ordinal then return redis.call(rank_cmd, k, player) + 1 end
+  return rank_of(k, cfg, player, score)
 end
 
 local changes, nc = {}, 0 -- the change event's entries (JSON objects), in the order applied
@@ -182,6 +189,8 @@ local function submit_player(player, subs)
   -- On a tournament board: whether the player has entered and how many attempts they made
   -- (read at their first submission that is not a retry).
   local t_in, t_made
+  -- On a league's tier board: the tier refusal, if any (false: none; read once per player).
+  local lg_code, lg_msg
 
   for k = 1, ns do
     local i = subs[k]
@@ -200,6 +209,7 @@ local function submit_player(player, subs)
       local points = tonumber(points_s)
       if op == '' then op = cfg_op end
       local new_points, new_s, new_score, prev_rank, new_rank, changed, t
+      local bucket -- a bucketed board: the player's bucket
       local limited = lim and (by == '' or by == VERIFIED)
       local rl_key = limited and prefix .. 'rl:' .. player
       local refused
@@ -230,6 +240,14 @@ local function submit_player(player, subs)
           refuse(i, code, msg, 0, 0, 0)
         end
       end
+      -- 2c. A league's tier board: the player plays on this tier (lib.lua, "Leagues").
+      if not refused and league then
+        if lg_code == nil then lg_code, lg_msg = league_refusal(prefix, cfg, board, player); lg_code = lg_code or false end
+        if lg_code then
+          refused = true
+          refuse(i, lg_code, lg_msg, 0, 0, 0)
+        end
+      end
       -- 3. The board's sliding-window limit for this player.
       if not refused and limited then
         local r = rl_check(rl_key, now, lim.window_ms, lim.limit)
@@ -242,18 +260,26 @@ local function submit_player(player, subs)
       if not refused and op == 'incr' and fast_incr then
         if not extreme then extreme = board_extreme() end
         if points + extreme <= max_p and extreme - points <= max_p then
+          -- The ladder the ranks are of: the board's, or the player's bucket (placed now if
+          -- they have none), whose zset gets the board's new score.
+          local rkey = key
+          if bsize then
+            bucket = bucket_of(prefix, season, player, bsize)
+            rkey = bucket_key(prefix, season, bucket)
+          end
           prev_rank = known
           if not prev_rank then
-            local before = redis.call(rank_cmd, key, player)
+            local before = redis.call(rank_cmd, rkey, player)
             prev_rank = before and before + 1 or -1
           end
           -- Redis prints the new score itself (an integer below 2^53: in plain digits).
           new_s = redis.call('ZINCRBY', key, points_s, player)
+          if bsize then redis.call('ZADD', rkey, new_s, player) end
           new_score = tonumber(new_s)
           new_points = new_score
           if new_score > extreme then extreme = new_score elseif -new_score > extreme then extreme = -new_score end
           changed = points ~= 0 or prev_rank < 0
-          if changed then new_rank = redis.call(rank_cmd, key, player) + 1 else new_rank = prev_rank end
+          if changed then new_rank = redis.call(rank_cmd, rkey, player) + 1 else new_rank = prev_rank end
         end
       end
       if not refused and not new_score then
@@ -289,10 +315,19 @@ local function submit_player(player, subs)
           end
           if not refused then
             changed = new_score ~= old_score
-            prev_rank = old_score and rank(player, old_score) or -1
+            local rkey = key -- the ladder the ranks are of (as in the fast path above)
+            if bsize then
+              bucket = bucket_of(prefix, season, player, bsize)
+              rkey = bucket_key(prefix, season, bucket)
+              local in_b = redis.call('ZSCORE', rkey, player)
+              prev_rank = in_b and rank(player, tonumber(in_b), rkey) or -1
+              redis.call('ZADD', rkey, istr(new_score), player)
+            else
+              prev_rank = old_score and rank(player, old_score) or -1
+            end
             if changed then redis.call('ZADD', key, istr(new_score), player) end
             if extreme and math.abs(new_score) > extreme then extreme = math.abs(new_score) end
-            new_rank = rank(player, new_score)
+            new_rank = rank(player, new_score, rkey)
             new_s = istr(new_points)
           end
         end
@@ -319,6 +354,7 @@ local function submit_player(player, subs)
           nc = nc + 1
           changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. istr(new_rank) ..
             ',"previous_rank":' .. (prev_rank < 0 and 'null' or istr(prev_rank)) ..
+            (bucket and (',"bucket":' .. istr(bucket)) or '') ..
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
         accepted = accepted + 1

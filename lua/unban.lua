@@ -61,12 +61,14 @@ for i = 1, #held, 2 do
   if s == current or redis.call('ZSCORE', prefix .. 'seasons', s) then
     local key = prefix .. 's:' .. s
     redis.call('ZADD', key, score, player)
+    local n, in_bucket = bucket_mirror(prefix, cfg, s, player, score)
     restored = restored + 1
     if s == current then
       local points = decode(cfg, tonumber(score))
-      local rank = rank_of(key, cfg, player, tonumber(score))
+      local rank, tail = in_bucket, ',"bucket":' .. fmt(n or 0)
+      if not n then rank, tail = rank_of(key, cfg, player, tonumber(score)), '' end
       publish_change(prefix, board, s,
-        ',"changes":[{"player":"' .. player .. '","score":' .. fmt(points) .. ',"rank":' .. fmt(rank) .. ',"previous_rank":null}]')
+        ',"changes":[{"player":"' .. player .. '","score":' .. fmt(points) .. ',"rank":' .. fmt(rank) .. ',"previous_rank":null' .. tail .. '}]')
     end
   end
 end

@@ -647,3 +647,100 @@ async fn a_tournament_runs_and_ends_on_the_cluster() {
     let fin = a.call(Method::GET, "/v1/boards/t/final", None, false).await;
     assert_eq!(score_of(&fin.body, "kim"), Some(7), "{:?}", fin.body);
 }
+
+/// A league on the cluster, through two instances: its three tier boards live on three masters;
+/// the tier refusal runs on the tier board's own master; the season-end job (run by hand, as if
+/// the day had ended now) reads each tier's buckets on its master, stores the moves in the
+/// league's slot and applies them on each tier's master, so the promoted player plays on the
+/// next tier, refused on the one they left, and `/v1/leagues/{l}/me` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_league_moves_players_between_tiers_on_different_masters() {
+    let cluster = Cluster::start(3, 0).await;
+    let a = ClusterApp::start(&cluster, |s| s.workers = false).await;
+    let b = ClusterApp::start(&cluster, |s| s.workers = false).await;
+    let tiers: Vec<String> = cluster
+        .ids_on_each_master("tier", |t| format!("lb:{{{t}}}:config"))
+        .await
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    let r = a
+        .admin(
+            Method::PUT,
+            "/admin/leagues/cl",
+            json!({"tiers": tiers, "bucket_size": 2, "promote": 1, "relegate": 1,
+                   "reset": "daily", "board": {"submit_limit": null}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    for (p, pts) in [("ann", 30), ("bob", 20)] {
+        let path = format!("/admin/boards/{}/players/{p}/score", tiers[0]);
+        let api: &scorecast_tests::Api = if p == "ann" { &a } else { &b };
+        let r = api.admin(Method::POST, &path, json!({"points": pts})).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+    }
+    let path = format!("/admin/boards/{}/players/ann/score", tiers[1]);
+    assert_eq!(
+        b.admin(Method::POST, &path, json!({"points": 1}))
+            .await
+            .code(),
+        "wrong_tier"
+    );
+
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let (season, _, _) =
+        scorecast_server::jobs::calendar_season(scorecast_shared::Reset::Daily, now).unwrap();
+    let payload = scorecast_server::jobs::league::LeagueClosePayload {
+        league: "cl".into(),
+        season: season.clone(),
+        end_ms: now - 1,
+    };
+    let text = json!({"id": "manual", "kind": "league.close", "payload": payload,
+                      "priority": 0, "attempts": 1, "max_attempts": 5})
+    .to_string();
+    let job: scorecast_server::queue::Job = serde_json::from_str(&text).unwrap();
+    scorecast_server::jobs::handle(&b.state, &scorecast_tests::NoNotify, &job)
+        .await
+        .unwrap();
+
+    let path = format!("/admin/boards/{}/players/ann/score", tiers[0]);
+    assert_eq!(
+        a.admin(Method::POST, &path, json!({"points": 1}))
+            .await
+            .code(),
+        "wrong_tier"
+    );
+    let path = format!("/admin/boards/{}/players/ann/score", tiers[1]);
+    let r = a.admin(Method::POST, &path, json!({"points": 1})).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let me = b
+        .call_as(
+            Some(&b.token("ann", None)),
+            Method::GET,
+            "/v1/leagues/cl/me",
+            None,
+        )
+        .await;
+    assert_eq!(
+        (me.body["tier"].clone(), me.body["board"].clone()),
+        (json!(1), json!(tiers[1]))
+    );
+    let moves = a
+        .call(
+            Method::GET,
+            &format!("/admin/leagues/cl/moves?season={season}"),
+            None,
+            true,
+        )
+        .await;
+    assert_eq!(
+        moves.body["moves"].as_array().map(Vec::len),
+        Some(1),
+        "{:?}",
+        moves.body
+    );
+    assert!(moves.body["closed_ms"].as_i64().is_some());
+}

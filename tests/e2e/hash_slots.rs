@@ -140,6 +140,100 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     state.store.end_tournament(&id("t"), None).await.unwrap();
     let (s, body) = call(Method::GET, "/v1/boards/t/final", None).await;
     assert_eq!(s, 200, "{body}");
+    // Buckets: placed by submit, read within a bucket, mirrored by remove, kept by a rollover.
+    let (s, body) = call(
+        Method::PUT,
+        "/admin/boards/k",
+        Some(json!({"bucket_size": 2, "keep_seasons": 0})),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    for p in ["alice", "bob", "carol"] {
+        let path = format!("/admin/boards/k/players/{p}/score");
+        let (s, body) = call(Method::POST, &path, Some(json!({"points": 5}))).await;
+        assert_eq!(s, 200, "{body}");
+    }
+    for path in [
+        "/v1/boards/k/top?bucket=2",
+        "/v1/boards/k/top?player=alice",
+        "/v1/boards/k/players/alice",
+        "/v1/boards/k/players/alice/around",
+        "/admin/boards/k/top",
+    ] {
+        let (s, body) = call(Method::GET, path, None).await;
+        assert_eq!(s, 200, "{path}: {body}");
+    }
+    let (s, _) = call(Method::DELETE, "/admin/boards/k/players/bob", None).await;
+    assert_eq!(s, 204);
+    for season in ["k2", "k3"] {
+        let (s, body) = call(
+            Method::POST,
+            "/admin/boards/k/rollover",
+            Some(json!({ "season": season })),
+        )
+        .await;
+        assert_eq!(s, 200, "{body}");
+    }
+    // Leagues: the tier boards put by one request, a tier's refusal (submit, join), the
+    // standings of its buckets and the moves applied, each on its tier board's slot.
+    let (s, body) = call(
+        Method::PUT,
+        "/admin/leagues/hl",
+        Some(
+            json!({"tiers": ["h1", "h2"], "bucket_size": 2, "promote": 1, "relegate": 1,
+                    "reset": "daily", "board": {"tournament": {"schedule": {"recurring": true}}}}),
+        ),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let (s, body) = call(
+        Method::POST,
+        "/admin/boards/h1/players/alice/score",
+        Some(json!({"points": 5})),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let (s, body) = call(
+        Method::POST,
+        "/admin/boards/h2/players/alice/score",
+        Some(json!({"points": 5})),
+    )
+    .await;
+    assert_eq!(
+        (s, body["error"]["code"].as_str()),
+        (403, Some("wrong_tier"))
+    );
+    let joined = http
+        .post(format!("{base}/v1/boards/h2/join"))
+        .bearer_auth(player_token("bob", None))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), 403);
+    let (_, seasons) = call(Method::GET, "/v1/boards/h1/seasons", None).await;
+    let season = seasons["seasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["current"] == true)
+        .unwrap()["season"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let standings = state
+        .store
+        .bucket_standings(&id("h1"), &season)
+        .await
+        .unwrap();
+    assert_eq!(standings, [["alice"]]);
+    for t in ["h1", "h2"] {
+        let applied = state
+            .store
+            .apply_moves(&id(t), &season, "next", &[("alice", "h2")])
+            .await
+            .unwrap();
+        assert!(applied);
+    }
     let gcra = Policy {
         name: "g".into(),
         algorithm: Algorithm::Gcra,

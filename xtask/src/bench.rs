@@ -151,6 +151,25 @@ pub fn views(ctx: &Ctx, tools: &Tools, args: &[String]) -> Result<()> {
     .context("loadgen_views failed")
 }
 
+/// `cargo xtask bench -- --leagues [ARGS]`: submissions on a bucketed board beside a plain one,
+/// and the time to close a league's season (`tests/src/bin/loadgen_leagues.rs`).
+pub fn leagues(ctx: &Ctx, tools: &Tools, args: &[String]) -> Result<()> {
+    run(&mut ctx.cargo([
+        "build",
+        "--release",
+        "-p",
+        "scorecast-tests",
+        "--bin",
+        "loadgen_leagues",
+    ]))
+    .context("building loadgen_leagues failed")?;
+    run(Command::new(ctx.target_dir.join("release/loadgen_leagues"))
+        .args(args)
+        .current_dir(&ctx.root)
+        .env("SCORECAST_REDIS_SERVER", &tools.redis_server))
+    .context("loadgen_leagues failed")
+}
+
 /// The BullMQ side of `--queues` (`tests/bench/bullmq`: its script and pinned package).
 const BULLMQ_FILES: [&str; 3] = ["queues.mjs", "package.json", "package-lock.json"];
 

@@ -48,7 +48,10 @@ commands:
                              (-- --views [--players N | --sizes 1000,10000] [--rounds R]:
                              live ranks; -- --verified-only / --no-verified: only / without
                              verified runs; -- --queues [--jobs N] [--rounds R]: Scorecast's
-                             queues beside BullMQ, installed under target/bench-bullmq)
+                             queues beside BullMQ, installed under target/bench-bullmq;
+                             -- --leagues [--players N] [--submissions N] [--rounds R]:
+                             a bucketed board beside a plain one, and a league's season
+                             close of N players on 3 tiers)
   chaos [-- ARGS]            setup, then the fault run: redis-server, server and queue
                              workers SIGKILLed mid-load, stalled spectators; prints figures
   fuzz [TARGET] [-- SECONDS] fuzz client_msg and/or codec (nightly + cargo-fuzz), 60 s each";
@@ -121,6 +124,10 @@ fn try_main() -> Result<ExitCode> {
             }
             if extra.iter().any(|a| a == "--queues") {
                 bench::queues(&ctx, &tools, &extra)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if extra.iter().any(|a| a == "--leagues") {
+                bench::leagues(&ctx, &tools, &extra)?;
                 return Ok(ExitCode::SUCCESS);
             }
             if !bench::loadgen_exists(&ctx) {

@@ -144,6 +144,7 @@ pub async fn final_standings(
         board: board.into_string(),
         season: page.season,
         total: page.total,
+        bucket: None,
         entries: page.entries,
     }))
 }

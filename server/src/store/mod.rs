@@ -4,6 +4,7 @@
 
 mod audit;
 mod batch;
+mod league;
 mod log;
 mod moderation;
 mod names;
@@ -24,6 +25,7 @@ use crate::{keys, reply, scripts};
 pub use audit::AuditPage;
 use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
+pub use league::{LeagueConfig, Move, Moves, MAX_TIERS};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
 pub use names::{NameHits, SCAN_BUDGET};
@@ -145,7 +147,34 @@ pub enum Read<'a> {
     Players(&'a [Id]),
 }
 
-/// Rows of a read: flat groups of five (player, points, rank, name, reached_ms).
+/// Which ladder of a bucketed board a read reads (`lua/read.lua`, ARGV[4]; other boards have
+/// one ladder and ignore it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// Each named player's own bucket (a `top` read is `bad_request`: it names no player).
+    Own,
+    /// The whole board (operators).
+    Board,
+    /// Bucket `n`.
+    Bucket(u32),
+    /// The bucket of this player (`not_found` if they have none).
+    Of(&'a Id),
+}
+
+impl Scope<'_> {
+    fn arg(&self) -> String {
+        match self {
+            Scope::Own => String::new(),
+            Scope::Board => "*".into(),
+            Scope::Bucket(n) => n.to_string(),
+            Scope::Of(p) => format!("@{p}"),
+        }
+    }
+}
+
+/// The first field of a read's rows (after its head: season, total, seq, start, bucket).
+const ROWS_AT: usize = 5;
+
 /// Field `i` of a script reply, an integer.
 fn int_at(r: &[Value], i: usize) -> AppResult<i64> {
     r.get(i)
@@ -396,7 +425,12 @@ impl Store {
         Ok(names)
     }
 
+    /// A board's config (`board` may be an [`Id::cell`] key: its board's).
     pub async fn board(&self, board: &Id) -> AppResult<BoardConfig> {
+        let board = &match board.cell_parts() {
+            Some((b, _, _)) => b,
+            None => board.clone(),
+        };
         let mut c = self.conn.clone();
         let raw: Option<String> = c.get(keys::config(board)).await?;
         let raw =
@@ -479,8 +513,51 @@ impl Store {
             .collect()
     }
 
-    /// Reads a board (`season`: `None` = current) through `lua/read.lua`.
+    /// Reads a board (`season`: `None` = current) through `lua/read.lua`; on a bucketed board
+    /// each named player within their own bucket ([`Scope::Own`]). `board` may be the hub's key
+    /// of one bucket's views ([`Id::cell`]): that bucket of that season is read.
     pub async fn read(&self, board: &Id, season: Option<&Id>, what: Read<'_>) -> AppResult<Page> {
+        if let Some((board, season, n)) = board.cell_parts() {
+            let scope = Scope::Bucket(n);
+            return Ok(self.read_in(&board, Some(&season), scope, what).await?.0);
+        }
+        Ok(self.read_in(board, season, Scope::Own, what).await?.0)
+    }
+
+    /// Where the live views of `player` (`None`: a spectator) on `board` are kept: the board
+    /// itself, or on a bucketed board the player's bucket in the current season
+    /// ([`Id::cell`]). A player without a bucket there is `not_found`, a spectator of a
+    /// bucketed board `bad_request` (from `lua/read.lua`).
+    pub async fn view_cell(&self, board: &Id, player: Option<&Id>) -> AppResult<Id> {
+        let (page, bucket) = match player {
+            Some(p) => {
+                self.read_in(board, None, Scope::Own, Read::Player(p))
+                    .await?
+            }
+            None => {
+                let head = Read::Top {
+                    offset: 0,
+                    limit: 0,
+                };
+                self.read_in(board, None, Scope::Own, head).await?
+            }
+        };
+        if bucket == 0 {
+            return Ok(board.clone());
+        }
+        let season = Id::parse(&page.season).map_err(|_| reply::bad("season"))?;
+        Ok(Id::cell(board, &season, bucket))
+    }
+
+    /// [`Store::read`] of the ladder `scope` names; with the bucket read (0: the whole board,
+    /// or each player's own).
+    pub async fn read_in(
+        &self,
+        board: &Id,
+        season: Option<&Id>,
+        scope: Scope<'_>,
+        what: Read<'_>,
+    ) -> AppResult<(Page, u32)> {
         let mut c = self.conn.clone();
         let mut inv = scripts::READ.key(keys::config(board));
         inv.arg(match what {
@@ -490,7 +567,8 @@ impl Store {
             Read::Players(_) => "players",
         });
         inv.arg(season.map(Id::as_str).unwrap_or(""))
-            .arg(self.clock.arg());
+            .arg(self.clock.arg())
+            .arg(scope.arg());
         match what {
             Read::Top { offset, limit } => {
                 inv.arg(offset).arg(limit);
@@ -510,27 +588,36 @@ impl Store {
         let reply: Value = crate::metrics::script("read", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         let mut page = page_head(&r)?;
-        page.entries = entries(&r[4..])?;
+        let bucket = u32::try_from(int_at(&r, 4)?).map_err(|_| reply::bad("bucket"))?;
+        page.entries = entries(&r[ROWS_AT..])?;
         if matches!(what, Read::Players(_)) {
             // Friends are shown as a small leaderboard of their own.
             page.entries.sort_by_key(|e| e.rank);
         }
-        Ok(page)
+        Ok((page, bucket))
     }
 
     /// Every `around` view of a flush in one `lua/read.lua` call (mode `arounds`): one page per
     /// (player, radius), in order, all at the same `seq`.
+    /// `board` may be an [`Id::cell`] key: the windows are read within that bucket and season.
     pub async fn read_arounds(&self, board: &Id, views: &[(&Id, u64)]) -> AppResult<Vec<Page>> {
         let mut c = self.conn.clone();
-        let mut inv = scripts::READ.key(keys::config(board));
-        inv.arg("arounds").arg("").arg(self.clock.arg());
+        let (season, scope, board) = match board.cell_parts() {
+            Some((b, season, n)) => (season.into_string(), n.to_string(), b),
+            None => (String::new(), String::new(), board.clone()),
+        };
+        let mut inv = scripts::READ.key(keys::config(&board));
+        inv.arg("arounds")
+            .arg(season)
+            .arg(self.clock.arg())
+            .arg(scope);
         for (p, r) in views {
             inv.arg(p.as_str()).arg(*r);
         }
         let reply: Value = crate::metrics::script("read", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         let head = page_head(&r)?;
-        let mut at = 4;
+        let mut at = ROWS_AT;
         let mut pages = Vec::with_capacity(views.len());
         for _ in views {
             let rows = int_at(&r, at)? as usize;
@@ -549,10 +636,11 @@ impl Store {
 
     pub async fn seasons(&self, board: &Id) -> AppResult<Vec<SeasonInfo>> {
         // The current season comes from the same rules as every read.
-        let current = self
-            .read(
+        let (current, _) = self
+            .read_in(
                 board,
                 None,
+                Scope::Board,
                 Read::Top {
                     offset: 0,
                     limit: 0,
