@@ -84,6 +84,8 @@ pub static RUN_START: LazyLock<Script> =
 pub static JOIN: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/join.lua")));
 pub static TOURNAMENT_INFO: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/tournament_info.lua")));
+pub static TOURNAMENT_ENTRANTS: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/tournament_entrants.lua")));
 pub static BAN_INDEX: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
 pub static BOARD_DELETE: LazyLock<Script> =

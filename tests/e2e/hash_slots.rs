@@ -140,6 +140,8 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     state.store.end_tournament(&id("t"), None).await.unwrap();
     let (s, body) = call(Method::GET, "/v1/boards/t/final", None).await;
     assert_eq!(s, 200, "{body}");
+    let (s, body) = call(Method::GET, "/admin/boards/t/tournament/entrants", None).await;
+    assert_eq!(s, 200, "{body}");
     let gcra = Policy {
         name: "g".into(),
         algorithm: Algorithm::Gcra,

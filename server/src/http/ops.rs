@@ -70,7 +70,7 @@ pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> Ht
         super::validators::delete_validator, super::validators::list_validators,
         super::validators::start_run, super::validators::submit_proof,
         super::tournaments::join, super::tournaments::tournament,
-        super::tournaments::final_standings,
+        super::tournaments::final_standings, super::tournaments::list_entrants,
     ),
     modifiers(&AdminAuth)
 )]

@@ -29,7 +29,7 @@ pub use moderation::{Ban, Intent, Layer, Lift};
 pub use names::{NameHits, SCAN_BUDGET};
 pub use revocation::Revoked;
 pub use stats::{Counters, InstanceCounters, FRESH_MS};
-pub use tournament::{Joined, TournamentInfo};
+pub use tournament::{Entrant, EntrantsPage, Joined, TournamentInfo};
 
 /// A run a player started on a verified board (`Store::start_run`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
