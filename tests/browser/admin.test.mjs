@@ -6,13 +6,18 @@
 // a player's tokens, remove a score, roll a season over and read the past season's standings,
 // delete a board — every destructive action only on its second click, every outcome said in
 // view in the panel where it was asked for, every date marked UTC, no horizontal scroll on the
-// phone. The run rewrites docs/admin-console.png (desktop) and docs/admin-console-phone.png.
+// phone; a tournament's panel followed live from scheduled through running to ended (the
+// countdown, entrants paged in join order, the rules, the final standings). The run rewrites
+// docs/admin-console.png (desktop), docs/admin-console-phone.png and
+// docs/admin-console-tournament{,-phone}.png.
 
 import assert from "node:assert/strict";
+import path from "node:path";
 import { after, describe, test } from "node:test";
 
 import {
   ADMIN_TOKEN,
+  REPO,
   addScore,
   admin,
   docScreenshot,
@@ -33,6 +38,9 @@ async function signedIn(env, viewport) {
   const page = await newPage(env.browser, { viewport });
   const res = await page.goto(`${env.stack.base}/admin`);
   assert.equal(res.status(), 200);
+  // The module's top-level await (the SDK's wasm) may outlast the load event: sign in once its
+  // form handler is attached, or the form would be submitted as a plain GET.
+  await page.waitForFunction(() => window.__admin);
   await page.fill("#token", ADMIN_TOKEN);
   await page.click("#login-form button[type=submit]");
   await page.waitForSelector("#console:not([hidden])");
@@ -100,6 +108,40 @@ function wsHelloSubmit(page, token, board, points) {
       }),
     [token, board, points],
   );
+}
+
+/**
+ * The distinct texts of the tournament's time left seen over 2.3 s (sampled every 100 ms) in
+ * which the page made no request for the board's tournament; tried up to 3 times (the panel
+ * reads the state again every 5 s).
+ */
+async function countdownAlone(page, board) {
+  let asked = 0;
+  const count = (r) => r.url().includes(`/v1/boards/${board}/tournament`) && asked++;
+  page.on("request", count);
+  try {
+    for (let i = 0; i < 3; i++) {
+      const before = asked;
+      const seen = await page.evaluate(
+        () =>
+          new Promise((resolve) => {
+            const texts = new Set();
+            const t0 = performance.now();
+            const timer = setInterval(() => {
+              texts.add(document.getElementById("t-left").textContent);
+              if (performance.now() - t0 > 2300) {
+                clearInterval(timer);
+                resolve(texts.size);
+              }
+            }, 100);
+          }),
+      );
+      if (asked === before) return seen;
+    }
+    throw new Error("the page read the tournament in each of 3 windows of 2.3 s");
+  } finally {
+    page.off("request", count);
+  }
 }
 
 describe("admin console", { timeout: 240_000 }, () => {
@@ -372,6 +414,91 @@ describe("admin console", { timeout: 240_000 }, () => {
         await page.click(del);
         await saidInView(page, "#board-msg", new RegExp(`Board ${board} deleted`));
         await page.waitForFunction((b) => !document.querySelector(`#boards tr[data-board="${b}"]`), board);
+        await page.context().close();
+      }));
+  }
+
+  for (const [label, viewport, shot] of [
+    ["desktop", DESKTOP, "admin-console-tournament"],
+    ["phone", PHONE, "admin-console-tournament-phone"],
+  ]) {
+    test(`${label} ${viewport.width}×${viewport.height}: a tournament followed live from scheduled to its final standings`, () =>
+      withDiagnostics(diag, async () => {
+        const base = env.stack.base;
+        const board = `cup-${label}`;
+        const plain = `plain-${label}`;
+        await admin(base, "PUT", `/admin/boards/${plain}`, {});
+        // Opens 6 s from now and closes 6 s later: long enough to see each state, short enough
+        // to wait for. Joining is open before the start.
+        const start = Date.now() + 6_000;
+        const end = start + 6_000;
+        await admin(base, "PUT", `/admin/boards/${board}`, {
+          reset: "never",
+          op: "best",
+          tournament: { schedule: { start_ms: start, end_ms: end }, join_required: true, max_size: 30, max_attempts: 2 },
+        });
+        const page = await signedIn(env, viewport);
+        pages.push(page);
+
+        // A board without a tournament says so.
+        await page.click(`#boards tr[data-board="${plain}"] button[data-action="watch"]`);
+        await page.waitForFunction((b) => new RegExp(`${b} has no tournament`).test(document.getElementById("tournament-empty").textContent), plain);
+        assert.equal(await page.isHidden("#tournament-facts"), true);
+
+        // The tournament before its start: scheduled, opening in seconds, its rules; no entrants.
+        await page.click(`#boards tr[data-board="${board}"] button[data-action="watch"]`);
+        await page.waitForSelector('#t-state[data-state="upcoming"]');
+        assert.equal(await page.textContent("#t-state"), "scheduled");
+        assert.match(await page.textContent("#t-left"), /^opens in 00:0\d \(at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$/);
+        assert.match(await page.textContent("#t-schedule"), /UTC → .* UTC$/);
+        assert.equal(await page.textContent("#t-entrants"), "0 / 30");
+        assert.equal(await page.textContent("#t-attempts"), "2 per player");
+        assert.match(await page.textContent("#t-join"), /^required/);
+        assert.match(await page.textContent("#entrant-rows tr.empty"), /No entrants yet/);
+        // The countdown is live and counted in the page: over 2.3 s in which the page asked the
+        // server nothing about the tournament, it showed at least two different times left.
+        assert.ok((await countdownAlone(page, board)) >= 2, "the countdown moves without a request");
+
+        // 22 players join (bounded); the panel counts them within its 5 s refresh and lists
+        // them in the order they joined, 20 at first, the rest on "More entrants".
+        const players = Array.from({ length: 22 }, (_, i) => `j${String(i).padStart(2, "0")}`);
+        const tokens = {};
+        for (const p of players) {
+          tokens[p] = (await admin(base, "POST", "/admin/tokens", { player: p })).token;
+          const r = await fetch(`${base}/v1/boards/${board}/join`, { method: "POST", headers: { authorization: `Bearer ${tokens[p]}` } });
+          assert.equal(r.status, 200, await r.text());
+        }
+        await page.waitForFunction(() => document.getElementById("t-entrants").textContent === "22 / 30", null, { timeout: 10_000 });
+        await page.waitForFunction(() => document.querySelectorAll("#entrant-rows tr[data-player]").length === 20);
+        assert.deepEqual(await page.$$eval("#entrant-rows tr[data-player]", (t) => t.map((tr) => tr.dataset.player)), players.slice(0, 20));
+        assert.match(await page.textContent('#entrant-rows tr[data-player="j00"]'), /^1\s*j00\s*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\s*0$/);
+        await page.click("#entrants-more");
+        await saidInView(page, "#tournament-msg", /22 of 22 entrants shown/);
+        assert.deepEqual(await page.$$eval("#entrant-rows tr[data-player]", (t) => t.map((tr) => tr.dataset.player)), players);
+        assert.equal(await page.isHidden("#entrants-more"), true);
+
+        // Running: the state turns by itself at the start; two players score, their attempts show.
+        await page.waitForSelector('#t-state[data-state="running"]', { timeout: 15_000 });
+        assert.match(await page.textContent("#t-left"), /^00:0\d \(closes at .* UTC\)$/);
+        await addScore(base, board, "j05", 50);
+        await addScore(base, board, "j05", 70);
+        await addScore(base, board, "j11", 60);
+        await page.waitForFunction(() => document.querySelector('#entrant-rows tr[data-player="j05"]')?.children[3].textContent === "2", null, { timeout: 10_000 });
+        assert.equal(await page.$eval('#entrant-rows tr[data-player="j11"]', (tr) => tr.children[3].textContent), "1");
+        assert.equal(await page.isHidden("#final-box"), true, "no final standings before the end");
+
+        // Ended: the end job freezes the standings and the panel shows them, by rank.
+        await page.waitForSelector('#t-state[data-state="ended"]', { timeout: 20_000 });
+        await page.waitForSelector("#final-box:not([hidden]) #final-rows tr[data-player]", { timeout: 20_000 });
+        assert.deepEqual(await page.$$eval("#final-rows tr[data-player]", (t) => t.map((tr) => tr.dataset.player)), ["j05", "j11"]);
+        assert.match(await page.textContent('#final-rows tr[data-player="j05"]'), /^#1\s*j05\s*70$/);
+        assert.match(await page.textContent("#final-total"), /^2 players in the final standings/);
+        await page.waitForFunction(() => /final standings frozen at .* UTC/.test(document.getElementById("t-state").textContent));
+        assert.match(await page.textContent("#t-left"), /^none: closed at .* UTC$/);
+
+        assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
+        // The docs show the panel itself.
+        await page.locator("#tournament-panel").screenshot({ path: path.join(REPO, "docs", `${shot}.png`) });
         await page.context().close();
       }));
   }

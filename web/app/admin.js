@@ -1,5 +1,6 @@
 // The admin console (`/admin`): boards (create, edit, delete), a live top view with per-row
-// "remove score" / "ban" / "revoke tokens", any player of the watched board found by id or name,
+// "remove score" / "ban" / "revoke tokens", the watched board's tournament (state, a live
+// countdown, entrants, rules, final standings), any player of the watched board found by id or name,
 // the board's past seasons with their standings and a manual rollover, a player's history from
 // the audit log, bans, queues with their dead letters (retry), and live charts summed over every
 // instance (`/admin/stats`). Every destructive action asks for a second click on the same button;
@@ -32,6 +33,7 @@ let pollTimer = null;
 let boardList = []; // the last /v1/boards answer
 let banList = []; // the last /admin/bans answer
 let find = null; // {board, q, cursor}
+let tour = null; // the watched board's tournament: {board, info, skew, entrants offset}
 
 // ---- the admin API ---------------------------------------------------------------------------
 
@@ -118,9 +120,17 @@ async function start() {
   $("sign-out").hidden = false;
   sc = await Scorecast.connect({ wait: false, onState: showState });
   sc.on("error", (e) => say($("top-msg"), `${e.code}: ${e.message}`, "error"));
+  // A live tournament event of the watched board: read its state again (an `ended` brings the
+  // final standings).
+  sc.on("tournament", (m) => {
+    if (m.board === watched) showTournament(watched, { quiet: true });
+  });
   if (!watched) showSeasons(null);
   await refreshAll();
-  pollTimer = setInterval(poll, POLL_MS);
+  pollTimer = setInterval(() => {
+    poll();
+    tickTournament();
+  }, POLL_MS);
   poll();
 }
 
@@ -158,6 +168,7 @@ async function refreshBoards() {
     "No boards yet: create one below.",
   );
   if (watched) showSeasons(watched);
+  if (watched) showTournament(watched, { quiet: true });
 }
 
 function edit(b) {
@@ -254,6 +265,7 @@ function watch(board) {
   $("find-more").hidden = true;
   find = null;
   showSeasons(board);
+  showTournament(board);
   if (!board) return;
   offTop = sc.subscribe(board, "top", { limit: TOP_LIMIT }, (m) => renderTop(board, m));
 }
@@ -319,6 +331,163 @@ async function revoke(btn, player) {
     await refreshAudit();
   } catch (e) {
     fail(msg, "revoke")(e);
+  }
+}
+
+// ---- the watched board's tournament ----------------------------------------------------------
+//
+// `GET /v1/boards/{b}/tournament` gives the state, the dates and the server's clock; the time
+// left counts down here every second from the difference between that clock and the page's (so
+// a wrong clock on the operator's machine does not skew it), and the state is read again when the
+// countdown reaches a boundary, on a live `tournament` event, and every 5 s (for the entrants).
+
+const ENTRANTS_PAGE = 20;
+const FINAL_TOP = 20;
+
+/** A duration as "1 d 02:03:04" / "02:03:04" / "03:04". */
+function durationText(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const d = Math.floor(s / 86400);
+  const hms = [Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60), s % 60].map((n) => String(n).padStart(2, "0"));
+  if (d > 0) return `${d} d ${hms.join(":")}`;
+  return hms[0] === "00" ? hms.slice(1).join(":") : hms.join(":");
+}
+
+function hideTournament(text) {
+  $("tournament-empty").textContent = text;
+  $("tournament-empty").hidden = false;
+  for (const id of ["tournament-facts", "entrants-box", "final-box"]) $(id).hidden = true;
+}
+
+/**
+ * Shows the tournament of `board` (none: the empty state). `quiet`: a refresh nobody asked for,
+ * so the entrants already listed stay (their first page is read again) and no message is said.
+ */
+async function showTournament(board, { quiet = false } = {}) {
+  $("tournament-board").textContent = board ? `of ${board}` : "";
+  if (!board) {
+    tour = null;
+    hideTournament("Pick a board to see its tournament.");
+    return;
+  }
+  const cfg = boardList.find((b) => b.id === board);
+  if (cfg && !cfg.tournament) {
+    tour = null;
+    hideTournament(`${board} has no tournament (set "tournament" in its config).`);
+    return;
+  }
+  let info;
+  try {
+    info = await api("GET", `/v1/boards/${board}/tournament`);
+  } catch (e) {
+    if (board !== watched) return;
+    if (e.code === "not_found") {
+      tour = null;
+      hideTournament(`${board} has no tournament (set "tournament" in its config).`);
+    } else if (!quiet) fail($("tournament-msg"), "tournament")(e);
+    return;
+  }
+  if (board !== watched) return;
+  const sameSeason = tour?.board === board && tour.info?.season === info.season;
+  tour = { board, info, skew: info.server_time_ms - Date.now(), shown: sameSeason ? tour.shown : 0, asked: sameSeason ? tour.asked : null };
+  $("tournament-empty").hidden = true;
+  $("tournament-facts").hidden = false;
+  const t = cfg?.tournament ?? {};
+  const recurring = t.schedule?.recurring;
+  $("t-schedule").textContent = `${recurring ? `each ${cfg.reset} season, ` : ""}${timeText(info.start_ms)} → ${timeText(info.end_ms)}`;
+  $("t-entrants").textContent = info.max_size ? `${formatThousands(info.entrants)} / ${formatThousands(info.max_size)}${info.entrants >= info.max_size ? " (full)" : ""}` : `${formatThousands(info.entrants)} (no cap)`;
+  const runs = cfg?.validator ? " (a started run is one)" : "";
+  $("t-attempts").textContent = info.max_attempts ? `${formatThousands(info.max_attempts)} per player${runs}` : "unlimited";
+  $("t-join").textContent = info.join_required ? "required: players join before they play" : "not required: a player enters with their first score";
+  tickTournament();
+  await Promise.all([showEntrants(board, info.season, { more: false }), showFinal(board, info)]);
+}
+
+/** The state and the time left, from the last answer and the page's clock corrected by it. */
+function tickTournament() {
+  if (!tour?.info || tour.board !== watched) return;
+  const { info, skew } = tour;
+  const now = Date.now() + skew;
+  const state = now < info.start_ms ? "upcoming" : now < info.end_ms ? "running" : "ended";
+  const el = $("t-state");
+  el.dataset.state = state;
+  el.textContent = state === "upcoming" ? "scheduled" : state === "running" ? "running" : info.ended_ms ? `ended (final standings frozen at ${timeText(info.ended_ms)})` : "ended (final standings being frozen)";
+  $("t-left").textContent =
+    state === "upcoming"
+      ? `opens in ${durationText(info.start_ms - now)} (at ${timeText(info.start_ms)})`
+      : state === "running"
+        ? `${durationText(info.end_ms - now)} (closes at ${timeText(info.end_ms)})`
+        : `none: closed at ${timeText(info.end_ms)}`;
+  $("t-left").dataset.leftMs = String(state === "upcoming" ? info.start_ms - now : state === "running" ? info.end_ms - now : 0);
+  // A boundary passed since the last answer: read the state again (once per boundary).
+  if (state !== info.state && tour.asked !== state) {
+    tour.asked = state;
+    showTournament(watched, { quiet: true });
+  }
+}
+
+/** A page of the occurrence's entrants (`more`: the next page, appended). */
+async function showEntrants(board, season, { more }) {
+  const offset = more ? tour.shown : 0;
+  const limit = more ? ENTRANTS_PAGE : Math.max(ENTRANTS_PAGE, tour.shown);
+  try {
+    const q = new URLSearchParams({ season, offset: String(offset), limit: String(limit) });
+    const page = await api("GET", `/admin/boards/${board}/tournament/entrants?${q}`);
+    if (board !== watched || tour?.info?.season !== season) return;
+    $("entrants-box").hidden = false;
+    $("entrants-season").textContent = season;
+    const rows = page.entries.map((e, i) => {
+      const tr = row([`${offset + i + 1}`, e.name ? `${e.name} (${e.player})` : e.player, timeText(e.joined_ms), formatThousands(e.attempts)]);
+      tr.dataset.player = e.player;
+      tr.children[3].className = "num";
+      return tr;
+    });
+    if (more) $("entrant-rows").append(...rows);
+    else fill($("entrant-rows"), rows, "No entrants yet.");
+    tour.shown = offset + page.entries.length;
+    $("entrants-more").hidden = tour.shown >= page.total;
+    $("entrants-more").textContent = `More entrants (${formatThousands(tour.shown)} of ${formatThousands(page.total)} shown)`;
+    if (more) say($("tournament-msg"), `${formatThousands(tour.shown)} of ${formatThousands(page.total)} entrants shown.`);
+  } catch (e) {
+    fail($("tournament-msg"), "entrants")(e);
+  }
+}
+
+$("entrants-more").addEventListener("click", () => {
+  if (tour?.info) showEntrants(tour.board, tour.info.season, { more: true });
+});
+
+/**
+ * The final standings: of this occurrence once frozen; of a recurring tournament, the last
+ * occurrence frozen. Hidden while there are none.
+ */
+async function showFinal(board, info) {
+  const season = info.ended_ms ? info.season : null;
+  if (!season && !boardList.find((b) => b.id === board)?.tournament?.schedule?.recurring) {
+    $("final-box").hidden = true;
+    return;
+  }
+  try {
+    const q = new URLSearchParams({ limit: String(FINAL_TOP), ...(season ? { season } : {}) });
+    const page = await api("GET", `/v1/boards/${board}/final?${q}`);
+    if (board !== watched) return;
+    $("final-box").hidden = false;
+    $("final-season").textContent = page.season;
+    $("final-box").dataset.season = page.season;
+    $("final-total").textContent = `${formatThousands(page.total)} player${page.total === 1 ? "" : "s"} in the final standings${page.total > FINAL_TOP ? `; the first ${FINAL_TOP} shown` : ""}.`;
+    fill(
+      $("final-rows"),
+      page.entries.map((e) => {
+        const tr = row([`#${e.rank}`, e.name ? `${e.name} (${e.player})` : e.player, formatThousands(e.score)]);
+        tr.dataset.player = e.player;
+        tr.children[2].className = "num";
+        return tr;
+      }),
+      "Nobody scored in this tournament.",
+    );
+  } catch (e) {
+    if (e.code === "not_found") $("final-box").hidden = true;
+    else fail($("tournament-msg"), "final standings")(e);
   }
 }
 
@@ -704,7 +873,10 @@ async function poll() {
   }
   if (token) refreshQueues().catch(() => {});
   // Bans and admin actions made elsewhere (another operator, a tool) show within 5 s.
-  if (token && ++polls % 5 === 0) Promise.all([refreshBans(), refreshAudit()]).catch(() => {});
+  if (token && ++polls % 5 === 0) {
+    Promise.all([refreshBans(), refreshAudit()]).catch(() => {});
+    if (watched && tour?.info) showTournament(watched, { quiet: true });
+  }
 }
 
 let polls = 0;
