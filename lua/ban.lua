@@ -55,6 +55,7 @@ for _, s in ipairs(seasons) do
     local prev_rank = rank_of(key, cfg, player, tonumber(score))
     redis.call('HSET', prefix .. 'held:' .. player, s, score)
     redis.call('ZREM', key, player)
+    bucket_mirror(prefix, s, player, nil)
     held = held + 1
     if s == current then
       publish_change(prefix, board, s,

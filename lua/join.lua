@@ -8,7 +8,7 @@
 -- Joining is open until the tournament ends (before it starts too). A player who joined already
 -- gets the same answer again and nothing changes; otherwise, while fewer than `max_size` have
 -- entered, the player enters (ZADD). The count and the write are one script, so racing joins
--- never pass the cap.
+-- never pass the cap. On a bucketed board the entrant is placed in a bucket in the same script.
 -- Returns {'ok', season, joined_ms} or {'err', code, message}; an error changes nothing.
 
 local prefix = string.sub(KEYS[1], 1, -7)
@@ -27,4 +27,7 @@ if code == 'ended' then return {'err', code, msg} end
 code, msg = tournament_room(prefix, tour, season, ARGV[1], false)
 if code then return {'err', code, msg} end
 redis.call('ZADD', joined, fmt(now), ARGV[1])
+-- A bucketed board places the player in a bucket as they enter (lib.lua, "Buckets").
+local bsize = bucket_size_of(cfg)
+if bsize then bucket_of(prefix, season, ARGV[1], bsize) end
 return {'ok', season, now}

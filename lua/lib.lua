@@ -116,6 +116,53 @@ local function resolve_season(prefix, cfg, now, asked)
   return asked, tonumber(start)
 end
 
+-- Buckets (docs/protocol.md, "Buckets"): on a board with `bucket_size`, each player is placed,
+-- on their first accepted score (or join) of a season, in a bucket of at most that many rivals:
+--   bk:<season>        HASH player -> bucket number (1, 2, ...); '#open' the bucket being filled,
+--                      '#fill' how many it holds ('#' is no id character: no player's field)
+--   bk:<season>:<n>    ZSET bucket n's scores, written beside the season's own zset `s:<season>`
+-- Per season, so each season forms new buckets; the keys go with their season (start_season).
+local function bucket_size_of(cfg)
+  local n = cfg.bucket_size
+  if n == nil or n == cjson.null then return nil end
+  return n
+end
+
+-- The bucket of `player` in `season` (a number), or nil if they have none. With `size`, a player
+-- without one is placed in the open bucket, and the next bucket opens once it holds `size`.
+local function bucket_of(prefix, season, player, size)
+  local h = prefix .. 'bk:' .. season
+  local n = redis.call('HGET', h, player)
+  if n then return tonumber(n) end
+  if not size then return nil end
+  local st = redis.call('HMGET', h, '#open', '#fill')
+  local open, fill = tonumber(st[1] or '1'), tonumber(st[2] or '0')
+  if fill >= size then open, fill = open + 1, 0 end
+  redis.call('HSET', h, player, open, '#open', open, '#fill', fill + 1)
+  return open
+end
+
+local function bucket_key(prefix, season, n)
+  return prefix .. 'bk:' .. season .. ':' .. string.format('%d', n)
+end
+
+-- Mirrors a moderation change of `player`'s entry in `season` to their bucket, if they have
+-- one (lua/remove.lua, ban.lua, unban.lua): `score` nil removes it.
+local function bucket_mirror(prefix, season, player, score)
+  local n = redis.call('HGET', prefix .. 'bk:' .. season, player)
+  if not n then return end
+  local k = bucket_key(prefix, season, tonumber(n))
+  if score then redis.call('ZADD', k, score, player) else redis.call('ZREM', k, player) end
+end
+
+-- Drops the bucket keys of `season`.
+local function drop_buckets(prefix, season)
+  local h = prefix .. 'bk:' .. season
+  local open = tonumber(redis.call('HGET', h, '#open') or '0')
+  for n = 1, open do redis.call('UNLINK', bucket_key(prefix, season, n)) end
+  redis.call('UNLINK', h)
+end
+
 -- Records a newly started season and drops those beyond keep_seasons (current + keep past),
 -- with their tournament keys.
 local function start_season(prefix, cfg, name, start)
@@ -124,6 +171,7 @@ local function start_season(prefix, cfg, name, start)
   for _, s in ipairs(old) do
     local t = prefix .. 't:' .. s
     redis.call('UNLINK', prefix .. 's:' .. s, t .. ':joined', t .. ':attempts', t .. ':final', t .. ':ended')
+    drop_buckets(prefix, s)
     redis.call('ZREM', prefix .. 'seasons', s)
   end
   return true

@@ -24,6 +24,7 @@ local held = false
 if old then
   local prev_rank = rank_of(key, cfg, ARGV[1], tonumber(old))
   redis.call('ZREM', key, ARGV[1])
+  bucket_mirror(prefix, season, ARGV[1], nil)
   -- The same event shape as submit.lua's: a `changes` list (here of one).
   publish_change(prefix, board, season,
     ',"changes":[{"player":"' .. ARGV[1] .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. '}]')

@@ -18,8 +18,9 @@
 -- Order for each: ban check (lua/ban.lua: a banned player changes nothing, a retried id
 -- included) -> dedup (so a retried success is never rate limited) -> points allowed ->
 -- tournament (lib.lua: open now, entered or room to enter, an attempt left) -> limiter check ->
--- compute the new score and check its range -> write: score, limiter entry, tournament entry
--- and attempt, name, dedup record.
+-- compute the new score and check its range -> write: score (on a bucketed board also to the
+-- player's bucket, placing them in one if they have none: lib.lua, "Buckets"; the results' ranks
+-- are then within the bucket), limiter entry, tournament entry and attempt, name, dedup record.
 -- A rejection writes nothing. Order: each player's submissions together and in their order,
 -- players in the order they first come in the batch (submissions of different players in one
 -- batch are concurrent, so this is a valid order; the event lists changes in it, the audit entry
@@ -118,6 +119,11 @@ local tour = tournament_of(cfg)
 local t_closed, t_closed_msg -- the tournament's window refusal, if it is not open now
 if tour then t_closed, t_closed_msg = tournament_window(tour, now) end
 local t_prefix = prefix .. 't:' .. season
+-- A bucketed board (lib.lua, "Buckets"): each score is written to the player's bucket too, the
+-- results' ranks are within the bucket, and the change event keeps the board's own ranks (with
+-- the bucket's number).
+local bsize = bucket_size_of(cfg)
+if bsize then fast_incr = false end
 
 -- |score| of the board's extremes, read once per batch and only if an `incr` submission comes:
 -- while |points| + that stays in range, ZINCRBY cannot leave the exact range, so it runs blind.
@@ -132,9 +138,10 @@ local function board_extreme()
   return m
 end
 
-local function rank(player, score)
-  if ordinal then return redis.call(rank_cmd, key, player) + 1 end
-  return rank_of(key, cfg, player, score)
+local function rank(player, score, k)
+  k = k or key
+  if ordinal then return redis.call(rank_cmd, k, player) + 1 end
+  return rank_of(k, cfg, player, score)
 end
 
 local changes, nc = {}, 0 -- the change event's entries (JSON objects), in the order applied
@@ -200,6 +207,7 @@ local function submit_player(player, subs)
       local points = tonumber(points_s)
       if op == '' then op = cfg_op end
       local new_points, new_s, new_score, prev_rank, new_rank, changed, t
+      local bucket, g_prev, g_new -- a bucketed board: the bucket, the board's own ranks
       local limited = lim and (by == '' or by == VERIFIED)
       local rl_key = limited and prefix .. 'rl:' .. player
       local refused
@@ -294,6 +302,16 @@ local function submit_player(player, subs)
             if extreme and math.abs(new_score) > extreme then extreme = math.abs(new_score) end
             new_rank = rank(player, new_score)
             new_s = istr(new_points)
+            if bsize then
+              -- The player's bucket (placed now if they have none), its zset beside the board's.
+              bucket = bucket_of(prefix, season, player, bsize)
+              local bkey = bucket_key(prefix, season, bucket)
+              local in_b = redis.call('ZSCORE', bkey, player)
+              g_prev, g_new = prev_rank, new_rank
+              prev_rank = in_b and rank(player, tonumber(in_b), bkey) or -1
+              redis.call('ZADD', bkey, istr(new_score), player)
+              new_rank = rank(player, new_score, bkey)
+            end
           end
         end
       end
@@ -317,8 +335,10 @@ local function submit_player(player, subs)
         local reached = packed and reached_ms(cfg, t, season_start) or -1
         if changed then
           nc = nc + 1
-          changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. istr(new_rank) ..
-            ',"previous_rank":' .. (prev_rank < 0 and 'null' or istr(prev_rank)) ..
+          local er, epr = g_new or new_rank, g_prev or prev_rank
+          changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. istr(er) ..
+            ',"previous_rank":' .. (epr < 0 and 'null' or istr(epr)) ..
+            (bucket and (',"bucket":' .. istr(bucket)) or '') ..
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
         accepted = accepted + 1

@@ -61,6 +61,7 @@ for i = 1, #held, 2 do
   if s == current or redis.call('ZSCORE', prefix .. 'seasons', s) then
     local key = prefix .. 's:' .. s
     redis.call('ZADD', key, score, player)
+    bucket_mirror(prefix, s, player, score)
     restored = restored + 1
     if s == current then
       local points = decode(cfg, tonumber(score))

@@ -81,6 +81,19 @@ pub fn tournament(board: &Id, season: &str, part: &str) -> String {
     format!("lb:{{{board}}}:t:{season}:{part}")
 }
 
+/// `lb:{<board>}:bk:<season>`: a bucketed board's buckets of one season (`lua/lib.lua`,
+/// "Buckets"): player -> bucket number, `#open` the bucket being filled, `#fill` how many it
+/// holds.
+pub fn buckets(board: &Id, season: &str) -> String {
+    format!("lb:{{{board}}}:bk:{season}")
+}
+
+/// `lb:{<board>}:bk:<season>:<n>`: bucket `n`'s scores in that season (a zset beside the
+/// season's own `lb:{<board>}:s:<season>`, written by the same script).
+pub fn bucket(board: &Id, season: &str, n: u32) -> String {
+    format!("lb:{{{board}}}:bk:{season}:{n}")
+}
+
 /// `sc:validators`: validator name -> the module's bytes, and `<name>#sha256` -> their SHA-256
 /// in hex (`docs/validators.md`). One hash, so every write is one command on one slot; every
 /// instance reads the same bytes.
@@ -194,6 +207,9 @@ mod tests {
             "lb:{game-2048}:t:all:joined"
         );
         assert_eq!(slot(&tournament(&b, "all", "final")), slot(&config(&b)));
+        assert_eq!(buckets(&b, "all"), "lb:{game-2048}:bk:all");
+        assert_eq!(bucket(&b, "all", 7), "lb:{game-2048}:bk:all:7");
+        assert_eq!(slot(&bucket(&b, "2025-W01", 7)), slot(&config(&b)));
         assert_eq!(limiter("read", "127.0.0.1"), "rl:{read:127.0.0.1}");
     }
 

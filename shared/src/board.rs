@@ -212,6 +212,27 @@ pub struct BoardConfig {
     /// (and left out of the JSON).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tournament: Option<Tournament>,
+    /// Players are placed, on their first score (or join) of a season, in buckets of this
+    /// many rivals; a player's reads and live views are within their bucket. Left out: none
+    /// (and left out of the JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket_size: Option<u32>,
+    /// The league this board is a tier of (set by `PUT /admin/leagues/{l}`, not by hand).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub league: Option<LeagueTier>,
+}
+
+/// The smallest and largest `bucket_size`.
+pub const BUCKET_SIZES: std::ops::RangeInclusive<u32> = 2..=1000;
+
+/// A board's place in a league (`docs/protocol.md`, "Leagues"): the league's id and the tier's
+/// index, 0 = the lowest, where new players enter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LeagueTier {
+    pub league: String,
+    pub tier: u32,
 }
 
 impl Default for BoardConfig {
@@ -230,6 +251,8 @@ impl Default for BoardConfig {
             rewards_top: 0,
             validator: None,
             tournament: None,
+            bucket_size: None,
+            league: None,
         }
     }
 }
@@ -268,6 +291,21 @@ impl BoardConfig {
         }
         if let Some(t) = &self.tournament {
             self.validate_tournament(t)?;
+        }
+        if let Some(n) = self.bucket_size {
+            if !BUCKET_SIZES.contains(&n) {
+                return Err(format!(
+                    "bucket_size must be {}..={}, got {n}",
+                    BUCKET_SIZES.start(),
+                    BUCKET_SIZES.end()
+                ));
+            }
+        }
+        if let Some(l) = &self.league {
+            crate::Id::parse(&l.league).map_err(|e| format!("league: {e}"))?;
+            if self.bucket_size.is_none() {
+                return Err("a league's tier board needs a bucket_size".into());
+            }
         }
         if self.rewards_top > 10_000 {
             return Err("rewards_top must be at most 10000".into());

@@ -24,10 +24,11 @@ pub enum ErrorCode {
     NotJoined,
     Full,
     NoAttemptsLeft,
+    WrongTier,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::BadRequest,
         ErrorCode::InvalidId,
         ErrorCode::PointsOutOfRange,
@@ -47,6 +48,7 @@ impl ErrorCode {
         ErrorCode::NotJoined,
         ErrorCode::Full,
         ErrorCode::NoAttemptsLeft,
+        ErrorCode::WrongTier,
     ];
 
     /// The code as it appears on the wire.
@@ -71,6 +73,7 @@ impl ErrorCode {
             ErrorCode::NotJoined => "not_joined",
             ErrorCode::Full => "full",
             ErrorCode::NoAttemptsLeft => "no_attempts_left",
+            ErrorCode::WrongTier => "wrong_tier",
         }
     }
 
@@ -86,7 +89,7 @@ impl ErrorCode {
             | ErrorCode::PointsOutOfRange
             | ErrorCode::ScoreOutOfRange => 400,
             ErrorCode::Unauthorized => 401,
-            ErrorCode::Forbidden | ErrorCode::NotJoined => 403,
+            ErrorCode::Forbidden | ErrorCode::NotJoined | ErrorCode::WrongTier => 403,
             ErrorCode::UnknownBoard | ErrorCode::UnknownSeason | ErrorCode::NotFound => 404,
             ErrorCode::Conflict
             | ErrorCode::LeaseLost
@@ -108,7 +111,7 @@ mod tests {
     /// The error table of docs/protocol.md, written out: each code's wire name and HTTP status.
     /// Serde, `as_str`, `parse` and `http_status` must all agree with it, and `ALL` must list
     /// every code once.
-    const TABLE: [(&str, u16); 19] = [
+    const TABLE: [(&str, u16); 20] = [
         ("bad_request", 400),
         ("invalid_id", 400),
         ("points_out_of_range", 400),
@@ -128,6 +131,7 @@ mod tests {
         ("not_joined", 403),
         ("full", 409),
         ("no_attempts_left", 409),
+        ("wrong_tier", 403),
     ];
 
     #[test]

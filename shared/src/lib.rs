@@ -14,8 +14,8 @@ pub mod protocol;
 pub mod wasm;
 
 pub use board::{
-    BoardConfig, Op, Order, Ranking, Reset, Schedule, SubmitLimit, TieBreak, Tournament,
-    DEFAULT_ENDING_SOON_MS, DEFAULT_SUBMIT_LIMIT,
+    BoardConfig, LeagueTier, Op, Order, Ranking, Reset, Schedule, SubmitLimit, TieBreak,
+    Tournament, BUCKET_SIZES, DEFAULT_ENDING_SOON_MS, DEFAULT_SUBMIT_LIMIT,
 };
 pub use codec::{Codec, CodecError, MAX_POINTS};
 pub use error::ErrorCode;

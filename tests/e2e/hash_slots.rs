@@ -142,6 +142,40 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     assert_eq!(s, 200, "{body}");
     let (s, body) = call(Method::GET, "/admin/boards/t/tournament/entrants", None).await;
     assert_eq!(s, 200, "{body}");
+    // Buckets: placed by submit, read within a bucket, mirrored by remove, kept by a rollover.
+    let (s, body) = call(
+        Method::PUT,
+        "/admin/boards/k",
+        Some(json!({"bucket_size": 2, "keep_seasons": 0})),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    for p in ["alice", "bob", "carol"] {
+        let path = format!("/admin/boards/k/players/{p}/score");
+        let (s, body) = call(Method::POST, &path, Some(json!({"points": 5}))).await;
+        assert_eq!(s, 200, "{body}");
+    }
+    for path in [
+        "/v1/boards/k/top?bucket=2",
+        "/v1/boards/k/top?player=alice",
+        "/v1/boards/k/players/alice",
+        "/v1/boards/k/players/alice/around",
+        "/admin/boards/k/top",
+    ] {
+        let (s, body) = call(Method::GET, path, None).await;
+        assert_eq!(s, 200, "{path}: {body}");
+    }
+    let (s, _) = call(Method::DELETE, "/admin/boards/k/players/bob", None).await;
+    assert_eq!(s, 204);
+    for season in ["k2", "k3"] {
+        let (s, body) = call(
+            Method::POST,
+            "/admin/boards/k/rollover",
+            Some(json!({ "season": season })),
+        )
+        .await;
+        assert_eq!(s, 200, "{body}");
+    }
     let gcra = Policy {
         name: "g".into(),
         algorithm: Algorithm::Gcra,

@@ -6,6 +6,7 @@ pub mod apidoc;
 pub mod asyncapi;
 pub mod console;
 pub mod extract;
+pub mod leagues;
 pub mod moderation;
 pub mod ops;
 pub mod public;
@@ -116,7 +117,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(queues::routes)
         .service(asyncapi::asyncapi_json)
         .configure(validators::routes)
-        .configure(tournaments::routes);
+        .configure(tournaments::routes)
+        .configure(leagues::routes);
 }
 
 /// The paths a page on another allowed origin may use: the SDK (`/sdk`), the protocol code it

@@ -9,7 +9,7 @@ use super::extract::{Admin, Reader};
 use crate::error::{AppError, AppResult};
 use crate::queue::MAX_SCHEDULE_AHEAD_MS;
 use crate::state::AppState;
-use crate::store::{Ban, Layer, Lift, Read};
+use crate::store::{Ban, Layer, Lift, Read, Scope};
 
 /// The longest ban reason, in characters.
 pub const MAX_REASON: usize = 200;
@@ -179,7 +179,8 @@ pub async fn get_board(
         offset: 0,
         limit: 0,
     };
-    let page = st.store.read(&board, None, head).await?;
+    // The whole board, bucketed or not.
+    let (page, _) = st.store.read_in(&board, None, Scope::Board, head).await?;
     let seasons = st.store.seasons(&board).await?.len();
     Ok(HttpResponse::Ok().json(BoardInfo {
         id: board.into_string(),

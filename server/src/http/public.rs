@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::extract::ReadLimit;
 use crate::error::{rate_headers, AppError, AppResult};
 use crate::state::AppState;
-use crate::store::{Page, Read, SeasonInfo};
+use crate::store::{Page, Read, Scope, SeasonInfo};
 
 // The same bounds and defaults as the WebSocket views (one source: the shared crate).
 const MAX_LIMIT: u64 = protocol::MAX_TOP_LIMIT as u64;
@@ -36,7 +36,11 @@ pub struct BoardList {
 pub struct TopResponse {
     pub board: String,
     pub season: String,
+    /// Players on the ladder read (a bucket's on a bucketed board).
     pub total: u64,
+    /// The bucket read, on a bucketed board.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<u32>,
     pub entries: Vec<Entry>,
 }
 
@@ -44,6 +48,9 @@ pub struct TopResponse {
 pub struct EntriesResponse {
     pub board: String,
     pub season: String,
+    /// The player's bucket, on a bucketed board (`around`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<u32>,
     pub entries: Vec<Entry>,
 }
 
@@ -53,9 +60,14 @@ pub struct PlayerResponse {
     pub season: String,
     pub player: String,
     pub score: i64,
+    /// On a bucketed board: the rank within the player's bucket.
     pub rank: u64,
-    /// Share of the board at or below this player, 0–100, one decimal.
+    /// Share of the board (of the bucket, on a bucketed board) at or below this player, 0–100,
+    /// one decimal.
     pub percentile: f64,
+    /// The player's bucket, on a bucketed board.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -76,6 +88,11 @@ pub struct TopQuery {
     pub offset: Option<u64>,
     /// A past season; default the current one.
     pub season: Option<String>,
+    /// A bucketed board: the bucket to read (1, 2, ...). A bucketed board's top names a bucket
+    /// or a player.
+    pub bucket: Option<u32>,
+    /// A bucketed board: read this player's bucket.
+    pub player: Option<String>,
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -156,11 +173,22 @@ pub async fn top(
             "offset must be 0..={MAX_OFFSET}, got {offset}"
         )));
     }
-    let page = st
+    let player = q.player.as_deref().map(AppState::id).transpose()?;
+    let scope = match (q.bucket, &player) {
+        (Some(_), Some(_)) => {
+            return Err(AppError::bad_request("name a bucket or a player, not both"))
+        }
+        (Some(0), None) => return Err(AppError::bad_request("buckets are numbered from 1")),
+        (Some(b), None) => Scope::Bucket(b),
+        (None, Some(p)) => Scope::Of(p),
+        (None, None) => Scope::Own,
+    };
+    let (page, bucket) = st
         .store
-        .read(
+        .read_in(
             &board,
             season(&q.season)?.as_ref(),
+            scope,
             Read::Top { offset, limit: n },
         )
         .await?;
@@ -170,6 +198,7 @@ pub async fn top(
             board: board.into_string(),
             season: page.season,
             total: page.total,
+            bucket: (bucket > 0).then_some(bucket),
             entries: page.entries,
         },
     ))
@@ -185,14 +214,22 @@ pub async fn player_get(
     q: web::Query<SeasonQuery>,
 ) -> AppResult<HttpResponse> {
     let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
-    let Page {
-        season,
-        total,
-        entries,
-        ..
-    } = st
+    let (
+        Page {
+            season,
+            total,
+            entries,
+            ..
+        },
+        bucket,
+    ) = st
         .store
-        .read(&board, season(&q.season)?.as_ref(), Read::Player(&player))
+        .read_in(
+            &board,
+            season(&q.season)?.as_ref(),
+            Scope::Own,
+            Read::Player(&player),
+        )
         .await?;
     let e = entries.into_iter().next().ok_or_else(|| {
         AppError::new(
@@ -210,6 +247,7 @@ pub async fn player_get(
             score: e.score,
             rank: e.rank,
             percentile,
+            bucket: (bucket > 0).then_some(bucket),
             name: e.name,
             reached_ms: e.reached_ms,
         },
@@ -227,11 +265,12 @@ pub async fn around(
 ) -> AppResult<HttpResponse> {
     let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
     let radius = in_range("radius", q.radius, DEFAULT_RADIUS, MAX_RADIUS)?;
-    let page = st
+    let (page, bucket) = st
         .store
-        .read(
+        .read_in(
             &board,
             season(&q.season)?.as_ref(),
+            Scope::Own,
             Read::Around {
                 player: &player,
                 radius,
@@ -243,6 +282,7 @@ pub async fn around(
         &EntriesResponse {
             board: board.into_string(),
             season: page.season,
+            bucket: (bucket > 0).then_some(bucket),
             entries: page.entries,
         },
     ))
@@ -276,6 +316,7 @@ pub async fn players(
         &EntriesResponse {
             board: board.into_string(),
             season: page.season,
+            bucket: None,
             entries: page.entries,
         },
     ))

@@ -150,6 +150,7 @@ pub async fn final_standings(
         board: board.into_string(),
         season: page.season,
         total: page.total,
+        bucket: None,
         entries: page.entries,
     }))
 }

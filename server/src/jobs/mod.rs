@@ -49,7 +49,7 @@ use serde_json::{json, Value};
 use crate::error::{AppError, AppResult};
 use crate::queue::{Job, NewJob, Queue};
 use crate::state::AppState;
-use crate::store::{Ban, Layer, Lift, Read};
+use crate::store::{Ban, Layer, Lift, Read, Scope};
 
 pub use calendar::calendar_season;
 pub use notifier::Notifier;
@@ -507,8 +507,13 @@ async fn rollover(st: &AppState, p: RolloverPayload) -> anyhow::Result<()> {
             offset: 0,
             limit: u64::from(cfg.rewards_top),
         };
-        let entries = match st.store.read(&board, Some(&season), top).await {
-            Ok(page) => page.entries,
+        // The board's own top, bucketed or not.
+        let entries = match st
+            .store
+            .read_in(&board, Some(&season), Scope::Board, top)
+            .await
+        {
+            Ok((page, _)) => page.entries,
             // Nobody scored in that season.
             Err(e) if e.code == ErrorCode::UnknownSeason => Vec::new(),
             Err(e) => return Err(app(e)),

@@ -145,7 +145,34 @@ pub enum Read<'a> {
     Players(&'a [Id]),
 }
 
-/// Rows of a read: flat groups of five (player, points, rank, name, reached_ms).
+/// Which ladder of a bucketed board a read reads (`lua/read.lua`, ARGV[4]; other boards have
+/// one ladder and ignore it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// Each named player's own bucket (a `top` read is `bad_request`: it names no player).
+    Own,
+    /// The whole board (operators).
+    Board,
+    /// Bucket `n`.
+    Bucket(u32),
+    /// The bucket of this player (`not_found` if they have none).
+    Of(&'a Id),
+}
+
+impl Scope<'_> {
+    fn arg(&self) -> String {
+        match self {
+            Scope::Own => String::new(),
+            Scope::Board => "*".into(),
+            Scope::Bucket(n) => n.to_string(),
+            Scope::Of(p) => format!("@{p}"),
+        }
+    }
+}
+
+/// The first field of a read's rows (after its head: season, total, seq, start, bucket).
+const ROWS_AT: usize = 5;
+
 /// Field `i` of a script reply, an integer.
 fn int_at(r: &[Value], i: usize) -> AppResult<i64> {
     r.get(i)
@@ -479,8 +506,21 @@ impl Store {
             .collect()
     }
 
-    /// Reads a board (`season`: `None` = current) through `lua/read.lua`.
+    /// Reads a board (`season`: `None` = current) through `lua/read.lua`; on a bucketed board
+    /// each named player within their own bucket ([`Scope::Own`]).
     pub async fn read(&self, board: &Id, season: Option<&Id>, what: Read<'_>) -> AppResult<Page> {
+        Ok(self.read_in(board, season, Scope::Own, what).await?.0)
+    }
+
+    /// [`Store::read`] of the ladder `scope` names; with the bucket read (0: the whole board,
+    /// or each player's own).
+    pub async fn read_in(
+        &self,
+        board: &Id,
+        season: Option<&Id>,
+        scope: Scope<'_>,
+        what: Read<'_>,
+    ) -> AppResult<(Page, u32)> {
         let mut c = self.conn.clone();
         let mut inv = scripts::READ.key(keys::config(board));
         inv.arg(match what {
@@ -490,7 +530,8 @@ impl Store {
             Read::Players(_) => "players",
         });
         inv.arg(season.map(Id::as_str).unwrap_or(""))
-            .arg(self.clock.arg());
+            .arg(self.clock.arg())
+            .arg(scope.arg());
         match what {
             Read::Top { offset, limit } => {
                 inv.arg(offset).arg(limit);
@@ -510,12 +551,13 @@ impl Store {
         let reply: Value = crate::metrics::script("read", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         let mut page = page_head(&r)?;
-        page.entries = entries(&r[4..])?;
+        let bucket = u32::try_from(int_at(&r, 4)?).map_err(|_| reply::bad("bucket"))?;
+        page.entries = entries(&r[ROWS_AT..])?;
         if matches!(what, Read::Players(_)) {
             // Friends are shown as a small leaderboard of their own.
             page.entries.sort_by_key(|e| e.rank);
         }
-        Ok(page)
+        Ok((page, bucket))
     }
 
     /// Every `around` view of a flush in one `lua/read.lua` call (mode `arounds`): one page per
@@ -523,14 +565,14 @@ impl Store {
     pub async fn read_arounds(&self, board: &Id, views: &[(&Id, u64)]) -> AppResult<Vec<Page>> {
         let mut c = self.conn.clone();
         let mut inv = scripts::READ.key(keys::config(board));
-        inv.arg("arounds").arg("").arg(self.clock.arg());
+        inv.arg("arounds").arg("").arg(self.clock.arg()).arg("");
         for (p, r) in views {
             inv.arg(p.as_str()).arg(*r);
         }
         let reply: Value = crate::metrics::script("read", inv.invoke_async(&mut c)).await?;
         let r = reply::ok(reply)?;
         let head = page_head(&r)?;
-        let mut at = 4;
+        let mut at = ROWS_AT;
         let mut pages = Vec::with_capacity(views.len());
         for _ in views {
             let rows = int_at(&r, at)? as usize;
@@ -549,10 +591,11 @@ impl Store {
 
     pub async fn seasons(&self, board: &Id) -> AppResult<Vec<SeasonInfo>> {
         // The current season comes from the same rules as every read.
-        let current = self
-            .read(
+        let (current, _) = self
+            .read_in(
                 board,
                 None,
+                Scope::Board,
                 Read::Top {
                     offset: 0,
                     limit: 0,

@@ -7,7 +7,7 @@ use redis::Value;
 use scorecast_shared::{BoardConfig, Id};
 use serde::Serialize;
 
-use super::{entries, page_head, Page, Store};
+use super::{entries, page_head, Page, Store, ROWS_AT};
 use crate::error::AppResult;
 use crate::{keys, reply, scripts};
 
@@ -216,13 +216,14 @@ impl Store {
             .arg("final")
             .arg(season.map(Id::as_str).unwrap_or(""))
             .arg(self.clock.arg())
+            .arg("")
             .arg(offset)
             .arg(limit)
             .invoke_async(&mut c)
             .await?;
         let r = reply::ok(reply)?;
         let mut page = page_head(&r)?;
-        page.entries = entries(&r[4..])?;
+        page.entries = entries(&r[ROWS_AT..])?;
         Ok(page)
     }
 }

@@ -1,0 +1,271 @@
+//! Buckets: a board with `bucket_size` places each player, on their first score (or join) of a
+//! season, in a bucket of at most that many rivals — atomically in the submission and join
+//! scripts, however many instances race — and a player's reads are within their bucket, while
+//! operators read any bucket and the whole board. Each season forms new buckets.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use futures_util::future::join_all;
+use reqwest::Method;
+use scorecast_tests::scorecast_server::clock::Clock;
+use scorecast_tests::{spawn_app_with, Api, Resp, TestApp};
+use serde_json::{json, Value};
+
+/// 2025-03-10T12:00:00Z.
+const T0: i64 = 1_741_608_000_000;
+
+async fn app() -> TestApp {
+    spawn_app_with(|s| s.workers = false, Clock::manual(T0)).await
+}
+
+fn bucketed(n: u32) -> Value {
+    json!({"op": "incr", "submit_limit": null, "bucket_size": n})
+}
+
+/// A game server's submission for `player` (answered whatever it is).
+async fn submit(api: &Api, board: &str, player: &str, id: &str, points: i64) -> Resp {
+    api.admin(
+        Method::POST,
+        &format!("/admin/boards/{board}/players/{player}/score"),
+        json!({"points": points, "id": id}),
+    )
+    .await
+}
+
+/// The buckets of `season` as Redis holds them: player -> bucket from the hash, and each
+/// bucket's zset members.
+async fn buckets(
+    app: &TestApp,
+    board: &str,
+    season: &str,
+) -> (BTreeMap<String, u32>, BTreeMap<u32, Vec<String>>) {
+    let mut c = app.redis_conn().await;
+    let h: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("lb:{{{board}}}:bk:{season}"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let of: BTreeMap<String, u32> = h
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with('#'))
+        .map(|(k, v)| (k, v.parse().unwrap()))
+        .collect();
+    let mut zsets = BTreeMap::new();
+    let open = of.values().copied().max().unwrap_or(0);
+    for n in 1..=open + 1 {
+        let members: Vec<String> = redis::cmd("ZRANGE")
+            .arg(format!("lb:{{{board}}}:bk:{season}:{n}"))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        if !members.is_empty() {
+            zsets.insert(n, members);
+        }
+    }
+    (of, zsets)
+}
+
+/// `bucket_size` must be 2–1000: 1, 0 and 1001 are `bad_request` and change no key (a new
+/// board is not created, an existing one keeps its config); 2 and 1000 are taken.
+#[tokio::test]
+async fn bucket_size_is_checked_and_a_bad_one_changes_nothing() {
+    let app = app().await;
+    app.board("b", bucketed(30)).await;
+    let before = app.dump().await;
+    for (board, n) in [("b", 1), ("b", 0), ("b", 1001), ("new", 1), ("new", 1001)] {
+        let r = app
+            .admin(Method::PUT, &format!("/admin/boards/{board}"), bucketed(n))
+            .await;
+        assert_eq!(r.status, 400, "{board} {n}: {:?}", r.body);
+        assert_eq!(r.code(), "bad_request");
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("bucket_size must be 2..=1000"),
+            "{:?}",
+            r.body
+        );
+    }
+    assert_eq!(
+        app.dump().await,
+        before,
+        "a refused bucket_size changed a key"
+    );
+    for n in [2, 1000] {
+        let r = app.board("b", bucketed(n)).await;
+        assert_eq!(r.body["bucket_size"], n);
+    }
+}
+
+/// Hundreds of players first-score and join at once through two instances (each player both
+/// joins and scores, on different instances): every player is in exactly one bucket (the hash
+/// and the buckets' zsets agree), no bucket holds more than N, and the buckets are filled in
+/// order (all full but the last).
+#[tokio::test]
+async fn racing_first_scores_and_joins_through_two_instances_fill_buckets_of_at_most_n() {
+    let app = app().await;
+    let second = app.second_instance_with(|s| s.workers = false).await;
+    const N: usize = 7;
+    const PLAYERS: usize = 240;
+    let mut cfg = bucketed(N as u32);
+    cfg["tournament"] = json!({"schedule": {"start_ms": T0 - 1000, "end_ms": T0 + 3_600_000}});
+    app.board("race", cfg).await;
+    let apis = [
+        Api::new(app.port, std::time::Duration::from_secs(60)),
+        Api::new(second.port, std::time::Duration::from_secs(60)),
+    ];
+    let answers = join_all((0..PLAYERS * 2).map(|i| {
+        let player = format!("p{}", i / 2);
+        // Player p's join goes to one instance and its score to the other.
+        let api = &apis[(i + i / 2) % 2];
+        async move {
+            if i % 2 == 0 {
+                let token = api.token(&player, None);
+                let path = "/v1/boards/race/join";
+                api.call_as(Some(&token), Method::POST, path, None).await
+            } else {
+                submit(api, "race", &player, "s1", 1 + (i / 2) as i64).await
+            }
+        }
+    }))
+    .await;
+    for r in &answers {
+        assert_eq!(r.status, 200, "{:?}", r.body);
+    }
+    let (of, zsets) = buckets(&app, "race", "all").await;
+    assert_eq!(of.len(), PLAYERS, "every player has a bucket");
+    let mut seen = HashSet::new();
+    for (n, members) in &zsets {
+        assert!(members.len() <= N, "bucket {n} holds {}", members.len());
+        for m in members {
+            assert!(seen.insert(m.clone()), "{m} is in two buckets");
+            assert_eq!(of[m], *n, "{m}: the hash and the zsets disagree");
+        }
+    }
+    assert_eq!(seen.len(), PLAYERS, "every player scored in their bucket");
+    let buckets_used = PLAYERS.div_ceil(N);
+    assert_eq!(zsets.len(), buckets_used);
+    for (n, members) in &zsets {
+        if (*n as usize) < buckets_used {
+            assert_eq!(members.len(), N, "bucket {n} was left before it was full");
+        }
+    }
+}
+
+/// A player's reads are within their bucket: `me` (rank and percentile in the bucket, and its
+/// number), `around`, and `top?player=`; `top?bucket=n` reads bucket n; a top without either is
+/// `bad_request`; a player without a bucket gets `not_found` saying so; the operator's
+/// `GET /admin/boards/{b}/top` reads the whole board and any bucket.
+#[tokio::test]
+async fn reads_are_within_the_players_bucket_and_operators_read_every_ladder() {
+    let app = app().await;
+    app.board("b", bucketed(3)).await;
+    // p1..p3 in bucket 1, p4..p6 in bucket 2, p7 in bucket 3; higher number, more points.
+    for i in 1..=7 {
+        let r = submit(&app, "b", &format!("p{i}"), "s", i * 10).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+    }
+    // The submission's rank is within the bucket: p4 was first in bucket 2.
+    let r = submit(&app, "b", "p4", "s2", 1).await;
+    assert_eq!(r.body["rank"], 3, "{:?}", r.body);
+
+    let me = app.get("/v1/boards/b/players/p5").await;
+    assert_eq!(me.status, 200, "{:?}", me.body);
+    assert_eq!(me.body["bucket"], 2);
+    assert_eq!(me.body["rank"], 2, "{:?}", me.body);
+    assert_eq!(me.body["percentile"], 66.7);
+
+    let around = app.get("/v1/boards/b/players/p5/around?radius=5").await;
+    assert_eq!(around.body["bucket"], 2);
+    let names: Vec<&str> = around.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["player"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["p6", "p5", "p4"]);
+
+    let top = app.get("/v1/boards/b/top?player=p2").await;
+    assert_eq!(top.body["bucket"], 1);
+    assert_eq!(top.body["total"], 3);
+    assert_eq!(top.body["entries"][0]["player"], "p3");
+    assert_eq!(top.body["entries"][0]["rank"], 1);
+    let top = app.get("/v1/boards/b/top?bucket=3").await;
+    assert_eq!(top.body["total"], 1);
+    assert_eq!(top.body["entries"][0]["player"], "p7");
+
+    let bare = app.get("/v1/boards/b/top").await;
+    assert_eq!(bare.status, 400, "{:?}", bare.body);
+    assert_eq!(bare.code(), "bad_request");
+    for path in [
+        "/v1/boards/b/players/nobody",
+        "/v1/boards/b/players/nobody/around",
+        "/v1/boards/b/top?player=nobody",
+    ] {
+        let r = app.get(path).await;
+        assert_eq!(r.status, 404, "{path}: {:?}", r.body);
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("nobody has no bucket"),
+            "{path}: {:?}",
+            r.body
+        );
+    }
+
+    let whole = app
+        .call(Method::GET, "/admin/boards/b/top?limit=10", None, true)
+        .await;
+    assert_eq!(whole.status, 200, "{:?}", whole.body);
+    assert_eq!(whole.body["total"], 7);
+    assert!(whole.body.get("bucket").is_none());
+    assert_eq!(whole.body["entries"][0]["player"], "p7");
+    assert_eq!(whole.body["entries"][1]["player"], "p6");
+    let two = app
+        .call(Method::GET, "/admin/boards/b/top?bucket=2", None, true)
+        .await;
+    assert_eq!(two.body["bucket"], 2);
+    assert_eq!(two.body["entries"][2]["player"], "p4");
+    let anon = app.get("/admin/boards/b/top").await;
+    assert_eq!(anon.status, 401);
+    // The board's admin view counts the whole board.
+    let info = app.call(Method::GET, "/admin/boards/b", None, true).await;
+    assert_eq!(info.body["size"], 7, "{:?}", info.body);
+}
+
+/// Each season forms new buckets: after a rollover the first scorers of the new season fill
+/// bucket 1 again, whatever bucket they had; the ended season's buckets stay readable with
+/// `?season=` until the season is dropped (keep_seasons), and then their keys go too.
+#[tokio::test]
+async fn a_new_season_forms_new_buckets_and_old_ones_go_with_their_season() {
+    let app = app().await;
+    let mut cfg = bucketed(2);
+    cfg["keep_seasons"] = json!(1);
+    app.board("b", cfg).await;
+    for p in ["a", "b", "c"] {
+        submit(&app, "b", p, "s0", 5).await;
+    }
+    let (of, _) = buckets(&app, "b", "all").await;
+    assert_eq!(of["c"], 2);
+    assert_eq!(app.rollover("b", "s1").await.status, 200);
+    // c comes first in s1: bucket 1 now.
+    for p in ["c", "a"] {
+        let r = submit(&app, "b", p, "s1", 1).await;
+        assert_eq!(r.body["season"], "s1", "{:?}", r.body);
+    }
+    let (of1, _) = buckets(&app, "b", "s1").await;
+    assert_eq!(of1, BTreeMap::from([("a".into(), 1), ("c".into(), 1)]));
+    let old = app.get("/v1/boards/b/players/c?season=all").await;
+    assert_eq!(old.body["bucket"], 2, "{:?}", old.body);
+    // keep_seasons 1: starting s2 drops season `all`, its buckets with it.
+    assert_eq!(app.rollover("b", "s2").await.status, 200);
+    submit(&app, "b", "a", "s2", 1).await;
+    for key in ["lb:{b}:bk:all", "lb:{b}:bk:all:1", "lb:{b}:bk:all:2"] {
+        assert!(!app.key_exists(key).await, "{key} outlived its season");
+    }
+    assert!(app.key_exists("lb:{b}:bk:s1:1").await);
+}
