@@ -86,6 +86,8 @@ pub static TOURNAMENT_INFO: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/tournament_info.lua")));
 pub static TOURNAMENT_ENTRANTS: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/tournament_entrants.lua")));
+pub static BUCKET_LIST: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/bucket_list.lua")));
 pub static BAN_INDEX: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
 pub static BOARD_DELETE: LazyLock<Script> =

@@ -71,7 +71,7 @@ pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> Ht
         super::validators::start_run, super::validators::submit_proof,
         super::tournaments::join, super::tournaments::tournament,
         super::tournaments::final_standings, super::tournaments::list_entrants,
-        super::leagues::admin_top,
+        super::leagues::admin_top, super::buckets::list_buckets,
     ),
     modifiers(&AdminAuth)
 )]

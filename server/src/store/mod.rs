@@ -4,6 +4,7 @@
 
 mod audit;
 mod batch;
+mod buckets;
 mod log;
 mod moderation;
 mod names;
@@ -24,6 +25,7 @@ use crate::{keys, reply, scripts};
 pub use audit::AuditPage;
 use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
+pub use buckets::{BucketCount, BucketsPage};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
 pub use names::{NameHits, SCAN_BUDGET};
