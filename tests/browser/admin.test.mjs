@@ -9,7 +9,8 @@
 // phone; a tournament's panel followed live from scheduled through running to ended (the
 // countdown, entrants paged in join order, the rules, the final standings). The run rewrites
 // docs/admin-console.png (desktop), docs/admin-console-phone.png and
-// docs/admin-console-tournament{,-phone}.png.
+// docs/admin-console-tournament{,-phone}.png; a bucketed board's buckets, paged, and the top of
+// any bucket (docs/admin-console-buckets.png).
 
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -499,6 +500,68 @@ describe("admin console", { timeout: 240_000 }, () => {
         assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
         // The docs show the panel itself.
         await page.locator("#tournament-panel").screenshot({ path: path.join(REPO, "docs", `${shot}.png`) });
+        await page.context().close();
+      }));
+  }
+
+  for (const [label, viewport] of [
+    ["desktop", DESKTOP],
+    ["phone", PHONE],
+  ]) {
+    test(`${label} ${viewport.width}×${viewport.height}: a bucketed board's buckets, paged, and the top of one`, () =>
+      withDiagnostics(diag, async () => {
+        const base = env.stack.base;
+        const board = `lg-${label}`;
+        const plain = `lgplain-${label}`;
+        await admin(base, "PUT", `/admin/boards/${plain}`, {});
+        await admin(base, "PUT", `/admin/boards/${board}`, { op: "best", bucket_size: 2, submit_limit: null });
+        // 43 players in order: buckets 1–21 of two, bucket 22 holding q42 (bounded loop).
+        const ids = Array.from({ length: 43 }, (_, i) => `q${String(i).padStart(2, "0")}`);
+        for (const [i, p] of ids.entries()) await addScore(base, board, p, 100 + i);
+        const page = await signedIn(env, viewport);
+        pages.push(page);
+
+        await page.click(`#boards tr[data-board="${plain}"] button[data-action="watch"]`);
+        await page.waitForFunction((b) => new RegExp(`${b} has no buckets`).test(document.getElementById("buckets-empty").textContent), plain);
+        assert.equal(await page.isHidden("#buckets-box"), true);
+
+        await page.click(`#boards tr[data-board="${board}"] button[data-action="watch"]`);
+        await page.waitForSelector('#buckets-summary[data-count="22"]');
+        assert.equal(await page.textContent("#buckets-summary"), "22 buckets of up to 2 in season all; bucket 22 is filling (1 placed).");
+        const listed = () => page.$$eval("#bucket-rows tr[data-bucket]", (t) => t.map((tr) => [tr.dataset.bucket, tr.children[1].textContent]));
+        const first = await listed();
+        assert.equal(first.length, 20);
+        assert.deepEqual(first[0], ["1", "2"]);
+        await page.click("#buckets-more");
+        await saidInView(page, "#buckets-msg", /22 of 22 buckets shown/);
+        assert.deepEqual((await listed()).slice(19), [["20", "2"], ["21", "2"], ["22", "1"]]);
+        assert.equal(await page.isHidden("#buckets-more"), true);
+
+        // The top of bucket 2, ranked within it.
+        await page.click('#bucket-rows tr[data-bucket="2"] button[data-action="bucket-top"]');
+        await page.waitForSelector('#bucket-top-box[data-bucket="2"]:not([hidden])');
+        await saidInView(page, "#buckets-msg", /Bucket 2: 2 players with a score/);
+        const bucketTop = () => page.$$eval("#bucket-top-rows tr[data-player]", (t) => t.map((tr) => tr.textContent));
+        assert.deepEqual(await bucketTop(), ["#1q03103", "#2q02102"]);
+
+        // A bucket that does not exist is said so where it was asked for, and the view stays.
+        await page.fill("#bucket-n", "23");
+        await page.click("#bucket-form button[type=submit]");
+        await saidInView(page, "#buckets-msg", /Pick a bucket from 1 to 22/);
+        assert.equal(await page.getAttribute("#bucket-top-box", "data-bucket"), "2");
+        // By number: bucket 22, and then it fills and bucket 23 opens, shown by the 5 s refresh.
+        await page.fill("#bucket-n", "22");
+        await page.click("#bucket-form button[type=submit]");
+        await page.waitForSelector('#bucket-top-box[data-bucket="22"]');
+        assert.deepEqual(await bucketTop(), ["#1q42142"]);
+        await addScore(base, board, "q43", 500);
+        await addScore(base, board, "q44", 1);
+        await page.waitForSelector('#buckets-summary[data-count="23"]', { timeout: 10_000 });
+        await page.waitForFunction(() => document.querySelectorAll("#bucket-top-rows tr[data-player]").length === 2, null, { timeout: 10_000 });
+        assert.deepEqual(await bucketTop(), ["#1q43500", "#2q42142"]);
+
+        assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
+        if (label === "desktop") await page.locator("#buckets-panel").screenshot({ path: path.join(REPO, "docs", "admin-console-buckets.png") });
         await page.context().close();
       }));
   }

@@ -1,6 +1,7 @@
 // The admin console (`/admin`): boards (create, edit, delete), a live top view with per-row
 // "remove score" / "ban" / "revoke tokens", the watched board's tournament (state, a live
-// countdown, entrants, rules, final standings), any player of the watched board found by id or name,
+// countdown, entrants, rules, final standings), a bucketed board's buckets and the top of any
+// of them, any player of the watched board found by id or name,
 // the board's past seasons with their standings and a manual rollover, a player's history from
 // the audit log, bans, queues with their dead letters (retry), and live charts summed over every
 // instance (`/admin/stats`). Every destructive action asks for a second click on the same button;
@@ -33,6 +34,7 @@ let pollTimer = null;
 let boardList = []; // the last /v1/boards answer
 let banList = []; // the last /admin/bans answer
 let find = null; // {board, q, cursor}
+let buckets = null; // the watched board's buckets: {board, season, shown, picked}
 let tour = null; // the watched board's tournament: {board, info, skew, entrants offset}
 
 // ---- the admin API ---------------------------------------------------------------------------
@@ -168,7 +170,10 @@ async function refreshBoards() {
     "No boards yet: create one below.",
   );
   if (watched) showSeasons(watched);
-  if (watched) showTournament(watched, { quiet: true });
+  if (watched) {
+    showTournament(watched, { quiet: true });
+    showBuckets(watched, { quiet: true });
+  }
 }
 
 function edit(b) {
@@ -266,6 +271,7 @@ function watch(board) {
   find = null;
   showSeasons(board);
   showTournament(board);
+  showBuckets(board);
   if (!board) return;
   offTop = sc.subscribe(board, "top", { limit: TOP_LIMIT }, (m) => renderTop(board, m));
 }
@@ -488,6 +494,124 @@ async function showFinal(board, info) {
   } catch (e) {
     if (e.code === "not_found") $("final-box").hidden = true;
     else fail($("tournament-msg"), "final standings")(e);
+  }
+}
+
+// ---- the watched board's buckets -------------------------------------------------------------
+//
+// A board with `bucket_size` splits each season's players into buckets of rivals: how many there
+// are and how many scored in each (`GET /admin/boards/{b}/buckets`), and the top of the bucket
+// picked (`GET /admin/boards/{b}/top?bucket=`), both read again every 5 s.
+
+const BUCKETS_PAGE = 20;
+const BUCKET_TOP = 20;
+
+function hideBuckets(text) {
+  $("buckets-empty").textContent = text;
+  $("buckets-empty").hidden = false;
+  $("buckets-box").hidden = true;
+}
+
+/** Shows the buckets of `board` (none: the empty state); `quiet`: a refresh nobody asked for. */
+async function showBuckets(board, { quiet = false } = {}) {
+  $("buckets-board").textContent = board ? `of ${board}` : "";
+  const cfg = board && boardList.find((b) => b.id === board);
+  if (!board || !cfg?.bucket_size) {
+    buckets = null;
+    hideBuckets(board ? `${board} has no buckets (set "bucket_size" in its config).` : "Pick a board to see its buckets.");
+    return;
+  }
+  const same = buckets?.board === board;
+  const shown = same ? Math.max(BUCKETS_PAGE, buckets.shown) : BUCKETS_PAGE;
+  try {
+    const page = await api("GET", `/admin/boards/${board}/buckets?limit=${shown}`);
+    if (board !== watched) return;
+    const picked = same && buckets.season === page.season ? buckets.picked : null;
+    buckets = { board, season: page.season, shown: page.buckets.length, count: page.count, picked };
+    $("buckets-empty").hidden = true;
+    $("buckets-box").hidden = false;
+    $("buckets-summary").textContent =
+      page.count === 0
+        ? `No buckets yet in season ${page.season}: buckets of ${cfg.bucket_size} form as players score.`
+        : `${formatThousands(page.count)} bucket${page.count === 1 ? "" : "s"} of up to ${cfg.bucket_size} in season ${page.season}; bucket ${formatThousands(page.count)} is filling (${page.open_fill} placed).`;
+    $("buckets-summary").dataset.count = String(page.count);
+    fill($("bucket-rows"), page.buckets.map(bucketRow), "No buckets yet.");
+    showMoreBuckets();
+    if (picked) await showBucketTop(board, picked, { quiet: true });
+    else $("bucket-top-box").hidden = true;
+  } catch (e) {
+    if (!quiet) fail($("buckets-msg"), "buckets")(e);
+  }
+}
+
+function bucketRow(b) {
+  const tr = row([`#${b.bucket}`, formatThousands(b.scored)]);
+  tr.dataset.bucket = String(b.bucket);
+  tr.children[1].className = "num";
+  tr.classList.toggle("watched", b.bucket === buckets?.picked);
+  tr.append(actions([["Top", "bucket-top", () => showBucketTop(buckets.board, b.bucket)]]));
+  return tr;
+}
+
+function showMoreBuckets() {
+  const more = $("buckets-more");
+  more.hidden = buckets.shown >= buckets.count;
+  more.textContent = `More buckets (${formatThousands(buckets.shown)} of ${formatThousands(buckets.count)} shown)`;
+}
+
+$("buckets-more").addEventListener("click", async () => {
+  if (!buckets) return;
+  const { board } = buckets;
+  try {
+    const q = new URLSearchParams({ offset: String(buckets.shown), limit: String(BUCKETS_PAGE) });
+    const page = await api("GET", `/admin/boards/${board}/buckets?${q}`);
+    if (buckets?.board !== board || page.season !== buckets.season) return;
+    $("bucket-rows").append(...page.buckets.map(bucketRow));
+    buckets.shown += page.buckets.length;
+    buckets.count = page.count;
+    showMoreBuckets();
+    say($("buckets-msg"), `${formatThousands(buckets.shown)} of ${formatThousands(page.count)} buckets shown.`);
+  } catch (e) {
+    fail($("buckets-msg"), "buckets")(e);
+  }
+});
+
+$("bucket-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  if (!buckets) return;
+  const n = Number($("bucket-n").value);
+  if (!Number.isInteger(n) || n < 1 || n > buckets.count) {
+    say($("buckets-msg"), buckets.count ? `Pick a bucket from 1 to ${buckets.count}.` : "There are no buckets yet.", "error");
+    return;
+  }
+  showBucketTop(buckets.board, n);
+});
+
+/** The top of bucket `n` (`quiet`: a refresh, no message). */
+async function showBucketTop(board, n, { quiet = false } = {}) {
+  try {
+    const q = new URLSearchParams({ bucket: String(n), limit: String(BUCKET_TOP) });
+    const page = await api("GET", `/admin/boards/${board}/top?${q}`);
+    if (buckets?.board !== board) return;
+    buckets.picked = n;
+    for (const tr of $("bucket-rows").children) tr.classList.toggle("watched", tr.dataset.bucket === String(n));
+    $("bucket-top-box").hidden = false;
+    $("bucket-top-box").dataset.bucket = String(n);
+    $("bucket-number").textContent = `#${n}`;
+    $("bucket-season").textContent = page.season;
+    fill(
+      $("bucket-top-rows"),
+      page.entries.map((e) => {
+        const tr = row([`#${e.rank}`, e.name ? `${e.name} (${e.player})` : e.player, formatThousands(e.score)]);
+        tr.dataset.player = e.player;
+        tr.children[2].className = "num";
+        return tr;
+      }),
+      `Nobody has scored in bucket ${n} yet.`,
+    );
+    if (!quiet) say($("buckets-msg"), `Bucket ${n}: ${formatThousands(page.total)} player${page.total === 1 ? "" : "s"} with a score${page.total > BUCKET_TOP ? `, the first ${BUCKET_TOP} shown` : ""}.`);
+  } catch (e) {
+    if (!quiet) fail($("buckets-msg"), `bucket ${n}`)(e);
   }
 }
 
@@ -876,6 +1000,7 @@ async function poll() {
   if (token && ++polls % 5 === 0) {
     Promise.all([refreshBans(), refreshAudit()]).catch(() => {});
     if (watched && tour?.info) showTournament(watched, { quiet: true });
+    if (watched && buckets) showBuckets(watched, { quiet: true });
   }
 }
 
