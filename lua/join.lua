@@ -22,7 +22,9 @@ local season = current_season(prefix, cfg, now)
 local joined = prefix .. 't:' .. season .. ':joined'
 local at = redis.call('ZSCORE', joined, ARGV[1])
 if at then return {'ok', season, tonumber(at)} end
-local code, msg = tournament_window(tour, now)
+local code, msg = league_refusal(prefix, cfg, board, ARGV[1])
+if code then return {'err', code, msg} end
+code, msg = tournament_window(tour, now)
 if code == 'ended' then return {'err', code, msg} end
 code, msg = tournament_room(prefix, tour, season, ARGV[1], false)
 if code then return {'err', code, msg} end

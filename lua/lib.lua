@@ -163,6 +163,24 @@ local function drop_buckets(prefix, season)
   redis.call('UNLINK', h)
 end
 
+-- Leagues (docs/protocol.md, "Leagues"): a tier board's config names its league and tier;
+--   lg                 HASH player -> the tier board they play on now, written for the players
+--                      the `league.close` job moved (lua/league_apply.lua), on both boards
+--   lg:done:<season>   STRING the moves of that ended season were applied here (their count)
+-- Whether `player` may play on this tier board: nil, or the refusal's code and message. A player
+-- the job never moved plays on the lowest tier, where new players enter.
+local function league_refusal(prefix, cfg, board, player)
+  local l = cfg.league
+  if l == nil or l == cjson.null then return nil end
+  local on = redis.call('HGET', prefix .. 'lg', player)
+  if on then
+    if on == board then return nil end
+    return 'wrong_tier', player .. ' plays on ' .. on .. ' in league ' .. l.league .. ', not on ' .. board
+  end
+  if l.tier == 0 then return nil end
+  return 'wrong_tier', player .. ' was not placed on ' .. board .. ' in league ' .. l.league .. ': new players enter on ' .. l.entry
+end
+
 -- Records a newly started season and drops those beyond keep_seasons (current + keep past),
 -- with their tournament keys.
 local function start_season(prefix, cfg, name, start)

@@ -17,7 +17,8 @@
 --
 -- Order for each: ban check (lua/ban.lua: a banned player changes nothing, a retried id
 -- included) -> dedup (so a retried success is never rate limited) -> points allowed ->
--- tournament (lib.lua: open now, entered or room to enter, an attempt left) -> limiter check ->
+-- tournament (lib.lua: open now, entered or room to enter, an attempt left) -> a league's tier
+-- (lib.lua, "Leagues": the player plays on this tier board, else `wrong_tier`) -> limiter check ->
 -- compute the new score and check its range -> write: score (on a bucketed board also to the
 -- player's bucket, placing them in one if they have none: lib.lua, "Buckets"; the results' ranks
 -- are then within the bucket), limiter entry, tournament entry and attempt, name, dedup record.
@@ -124,6 +125,7 @@ local t_prefix = prefix .. 't:' .. season
 -- the bucket's number).
 local bsize = bucket_size_of(cfg)
 if bsize then fast_incr = false end
+local league = cfg.league ~= nil and cfg.league ~= cjson.null
 
 -- |score| of the board's extremes, read once per batch and only if an `incr` submission comes:
 -- while |points| + that stays in range, ZINCRBY cannot leave the exact range, so it runs blind.
@@ -189,6 +191,8 @@ local function submit_player(player, subs)
   -- On a tournament board: whether the player has entered and how many attempts they made
   -- (read at their first submission that is not a retry).
   local t_in, t_made
+  -- On a league's tier board: the tier refusal, if any (false: none; read once per player).
+  local lg_code, lg_msg
 
   for k = 1, ns do
     local i = subs[k]
@@ -236,6 +240,14 @@ local function submit_player(player, subs)
         if code then
           refused = true
           refuse(i, code, msg, 0, 0, 0)
+        end
+      end
+      -- 2c. A league's tier board: the player plays on this tier (lib.lua, "Leagues").
+      if not refused and league then
+        if lg_code == nil then lg_code, lg_msg = league_refusal(prefix, cfg, board, player); lg_code = lg_code or false end
+        if lg_code then
+          refused = true
+          refuse(i, lg_code, lg_msg, 0, 0, 0)
         end
       end
       -- 3. The board's sliding-window limit for this player.

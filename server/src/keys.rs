@@ -94,6 +94,23 @@ pub fn bucket(board: &Id, season: &str, n: u32) -> String {
     format!("lb:{{{board}}}:bk:{season}:{n}")
 }
 
+/// `sc:leagues`: ids of all leagues (an index only; each league's config is the truth).
+pub const LEAGUES: &str = "sc:leagues";
+
+/// `lg:{<league>}:<part>`: a league's own keys, in its own slot: `config` (JSON: tiers,
+/// bucket_size, promote, relegate, reset), `moves:<season>` (JSON: the moves computed from that
+/// season's frozen standings, written once) and `closed:<season>` (when its moves were applied
+/// to every tier, ms).
+pub fn league(league: &Id, part: &str) -> String {
+    format!("lg:{{{league}}}:{part}")
+}
+
+/// `lb:{<board>}:lg`: on a league's tier board, player -> the tier board they play on now
+/// (written by `lua/league_apply.lua` for the players moved; read by `lua/submit.lua`).
+pub fn placed(board: &Id) -> String {
+    format!("lb:{{{board}}}:lg")
+}
+
 /// `sc:validators`: validator name -> the module's bytes, and `<name>#sha256` -> their SHA-256
 /// in hex (`docs/validators.md`). One hash, so every write is one command on one slot; every
 /// instance reads the same bytes.
@@ -210,6 +227,10 @@ mod tests {
         assert_eq!(buckets(&b, "all"), "lb:{game-2048}:bk:all");
         assert_eq!(bucket(&b, "all", 7), "lb:{game-2048}:bk:all:7");
         assert_eq!(slot(&bucket(&b, "2025-W01", 7)), slot(&config(&b)));
+        assert_eq!(slot(&placed(&b)), slot(&config(&b)));
+        let l = Id::parse("weekly").unwrap();
+        assert_eq!(league(&l, "moves:2025-W01"), "lg:{weekly}:moves:2025-W01");
+        assert_eq!(slot(&league(&l, "config")), slot(&league(&l, "closed:x")));
         assert_eq!(limiter("read", "127.0.0.1"), "rl:{read:127.0.0.1}");
     }
 

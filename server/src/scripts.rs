@@ -88,6 +88,10 @@ pub static TOURNAMENT_ENTRANTS: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/tournament_entrants.lua")));
 pub static BUCKET_LIST: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/bucket_list.lua")));
+pub static LEAGUE_STANDINGS: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/league_standings.lua")));
+pub static LEAGUE_APPLY: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/league_apply.lua")));
 pub static BAN_INDEX: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
 pub static BOARD_DELETE: LazyLock<Script> =

@@ -232,7 +232,10 @@ pub const BUCKET_SIZES: std::ops::RangeInclusive<u32> = 2..=1000;
 #[serde(deny_unknown_fields)]
 pub struct LeagueTier {
     pub league: String,
+    /// 0 = the lowest tier.
     pub tier: u32,
+    /// The league's lowest tier (where new players enter), named in refusals.
+    pub entry: String,
 }
 
 impl Default for BoardConfig {
@@ -303,6 +306,7 @@ impl BoardConfig {
         }
         if let Some(l) = &self.league {
             crate::Id::parse(&l.league).map_err(|e| format!("league: {e}"))?;
+            crate::Id::parse(&l.entry).map_err(|e| format!("league entry: {e}"))?;
             if self.bucket_size.is_none() {
                 return Err("a league's tier board needs a bucket_size".into());
             }

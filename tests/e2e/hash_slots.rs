@@ -178,6 +178,66 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
         .await;
         assert_eq!(s, 200, "{body}");
     }
+    // Leagues: the tier boards put by one request, a tier's refusal (submit, join), the
+    // standings of its buckets and the moves applied, each on its tier board's slot.
+    let (s, body) = call(
+        Method::PUT,
+        "/admin/leagues/hl",
+        Some(
+            json!({"tiers": ["h1", "h2"], "bucket_size": 2, "promote": 1, "relegate": 1,
+                    "reset": "daily", "board": {"tournament": {"schedule": {"recurring": true}}}}),
+        ),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let (s, body) = call(
+        Method::POST,
+        "/admin/boards/h1/players/alice/score",
+        Some(json!({"points": 5})),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let (s, body) = call(
+        Method::POST,
+        "/admin/boards/h2/players/alice/score",
+        Some(json!({"points": 5})),
+    )
+    .await;
+    assert_eq!(
+        (s, body["error"]["code"].as_str()),
+        (403, Some("wrong_tier"))
+    );
+    let joined = http
+        .post(format!("{base}/v1/boards/h2/join"))
+        .bearer_auth(player_token("bob", None))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), 403);
+    let (_, seasons) = call(Method::GET, "/v1/boards/h1/seasons", None).await;
+    let season = seasons["seasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["current"] == true)
+        .unwrap()["season"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let standings = state
+        .store
+        .bucket_standings(&id("h1"), &season)
+        .await
+        .unwrap();
+    assert_eq!(standings, [["alice"]]);
+    for t in ["h1", "h2"] {
+        let applied = state
+            .store
+            .apply_moves(&id(t), &season, "next", &[("alice", "h2")])
+            .await
+            .unwrap();
+        assert!(applied);
+    }
     let gcra = Policy {
         name: "g".into(),
         algorithm: Algorithm::Gcra,

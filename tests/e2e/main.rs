@@ -15,6 +15,7 @@ mod cors;
 mod dedup;
 mod hardening;
 mod headers;
+mod leagues;
 mod live_ranks;
 mod moderation;
 mod moderation_kept;

@@ -1,14 +1,17 @@
 //! Buckets and leagues (`docs/protocol.md`, "Buckets" and "Leagues"): an operator's read of any
-//! ladder of a bucketed board (`GET /admin/boards/{board}/top`).
+//! ladder of a bucketed board (`GET /admin/boards/{board}/top`); a league configured in one
+//! request (`PUT /admin/leagues/{league}`), read back, its seasons' moves
+//! (`GET /admin/leagues/{league}/moves`); a player's place in it (`GET /v1/leagues/{league}/me`).
 
-use actix_web::{get, web, HttpResponse};
-use serde::Deserialize;
+use actix_web::{get, put, web, HttpResponse};
+use scorecast_shared::{ErrorCode, Id};
+use serde::{Deserialize, Serialize};
 
-use super::extract::Reader;
+use super::extract::{Admin, PlayerAuth, ReadLimit, Reader};
 use super::public::{TopResponse, MAX_OFFSET};
-use crate::error::{AppError, AppResult};
+use crate::error::{rate_headers, AppError, AppResult};
 use crate::state::AppState;
-use crate::store::{Read, Scope};
+use crate::store::{LeagueConfig, Moves, Read, Scope};
 
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -73,6 +76,230 @@ pub async fn admin_top(
     }))
 }
 
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct LeagueInfo {
+    pub id: String,
+    #[serde(flatten)]
+    pub config: LeagueConfig,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct LeaguePut {
+    pub id: String,
+    #[serde(flatten)]
+    pub config: LeagueConfig,
+    pub created: bool,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct LeagueList {
+    pub leagues: Vec<LeagueInfo>,
+}
+
+/// Creates or changes a league in one request: its tier boards (lowest first) are created or
+/// changed to be bucketed (`bucket_size`), on the league's calendar (`reset`), each knowing its
+/// tier; the season-end job is scheduled. Refused: `bad_request` (the settings), `conflict` (a
+/// tier board of another league, other tiers than the league has, a tier board change that
+/// would reinterpret its scores).
+#[utoipa::path(params(("league" = String, Path)), request_body = LeagueConfig, responses((status = 200, body = LeaguePut), (status = 400), (status = 409)), tag = "leagues", security(("admin" = [])))]
+#[put("/admin/leagues/{league}")]
+pub async fn put_league(
+    key: Admin,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Json<LeagueConfig>,
+) -> AppResult<HttpResponse> {
+    let league = AppState::id(&path)?;
+    let created = st.store.put_league(&league, &body).await?;
+    tracing::info!(%league, created, key = %key.0, "league configured");
+    let config = serde_json::to_string(&*body).unwrap_or_default();
+    st.store
+        .audit(
+            key.0.as_str(),
+            "league_put",
+            &[
+                ("league", league.as_str()),
+                ("created", if created { "1" } else { "0" }),
+                ("config", &config),
+            ],
+        )
+        .await;
+    // The tier boards' own jobs (their season rollovers), then the league's season end.
+    for tier in &body.tiers {
+        let id = AppState::id(tier)?;
+        let cfg = st.store.board(&id).await?;
+        crate::jobs::board_changed(&st, &id, &cfg).await;
+    }
+    let now = st.queues.clock().now_ms();
+    if let Err(e) = crate::jobs::league::schedule_close(&st, &league, &body, now).await {
+        tracing::warn!(%league, error = %e, "could not schedule the league's season end");
+    }
+    Ok(HttpResponse::Ok().json(LeaguePut {
+        id: league.into_string(),
+        config: body.into_inner(),
+        created,
+    }))
+}
+
+/// A league's configuration (`not_found` without one).
+#[utoipa::path(params(("league" = String, Path)), responses((status = 200, body = LeagueInfo), (status = 404)), tag = "leagues", security(("admin" = [])))]
+#[get("/admin/leagues/{league}")]
+pub async fn get_league(
+    _: Reader,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let league = AppState::id(&path)?;
+    let config = st.store.league(&league).await?;
+    Ok(HttpResponse::Ok().json(LeagueInfo {
+        id: league.into_string(),
+        config,
+    }))
+}
+
+/// Every league.
+#[utoipa::path(responses((status = 200, body = LeagueList)), tag = "leagues", security(("admin" = [])))]
+#[get("/admin/leagues")]
+pub async fn list_leagues(_: Reader, st: web::Data<AppState>) -> AppResult<HttpResponse> {
+    let leagues = st
+        .store
+        .leagues()
+        .await?
+        .into_iter()
+        .map(|(id, config)| LeagueInfo {
+            id: id.into_string(),
+            config,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(LeagueList { leagues }))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct MovesQuery {
+    /// The ended season.
+    pub season: String,
+}
+
+/// The moves of one ended season of a league, as the `league.close` job computed them from the
+/// frozen standings (in tier, bucket and rank order), with `closed_ms` once they were applied
+/// to every tier; `not_found` before the job computed them.
+#[utoipa::path(params(("league" = String, Path), MovesQuery), responses((status = 200, body = Moves), (status = 404)), tag = "leagues", security(("admin" = [])))]
+#[get("/admin/leagues/{league}/moves")]
+pub async fn moves(
+    _: Reader,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    q: web::Query<MovesQuery>,
+) -> AppResult<HttpResponse> {
+    let league = AppState::id(&path)?;
+    let season = AppState::id(&q.season)?;
+    st.store.league(&league).await?;
+    let moves = st
+        .store
+        .moves(&league, season.as_str())
+        .await?
+        .ok_or_else(|| {
+            AppError::new(
+                ErrorCode::NotFound,
+                format!("no moves of season {season} of league {league} (yet)"),
+            )
+        })?;
+    Ok(HttpResponse::Ok().json(moves))
+}
+
+/// A player's place in a league.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct LeagueMe {
+    pub league: String,
+    pub player: String,
+    /// Their tier (0 = the lowest) and its board.
+    pub tier: u32,
+    pub board: String,
+    /// The board's current season.
+    pub season: String,
+    /// Their bucket and rank in it this season (absent until their first score).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<i64>,
+    /// Players in their bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket_total: Option<u64>,
+}
+
+/// The token's player's place in a league: their tier (a player never moved is on the lowest,
+/// where new players enter), its board, and their bucket, rank and score there this season.
+#[utoipa::path(params(("league" = String, Path)), responses((status = 200, body = LeagueMe), (status = 401), (status = 404)), tag = "leagues", security(("player" = [])))]
+#[get("/v1/leagues/{league}/me")]
+pub async fn me(
+    PlayerAuth(player): PlayerAuth,
+    limit: ReadLimit,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+) -> AppResult<HttpResponse> {
+    let league = AppState::id(&path)?;
+    let cfg = st.store.league(&league).await?;
+    let tiers = cfg
+        .tiers
+        .iter()
+        .map(|t| AppState::id(t))
+        .collect::<AppResult<Vec<Id>>>()?;
+    // The tier whose board says the player plays on it; none: never moved, the lowest.
+    let placed = st.store.placements(&tiers, &player.id).await?;
+    let tier = placed
+        .iter()
+        .zip(&cfg.tiers)
+        .position(|(p, t)| p.as_deref() == Some(t.as_str()))
+        .unwrap_or(0);
+    let board = &tiers[tier];
+    let (season, bucket, row) = match st
+        .store
+        .read_in(board, None, Scope::Own, Read::Player(&player.id))
+        .await
+    {
+        Ok((page, b)) => (page.season.clone(), Some(b), Some(page)),
+        // No bucket yet this season.
+        Err(e) if e.code == ErrorCode::NotFound => {
+            let (page, _) = st
+                .store
+                .read_in(
+                    board,
+                    None,
+                    Scope::Board,
+                    Read::Top {
+                        offset: 0,
+                        limit: 0,
+                    },
+                )
+                .await?;
+            (page.season, None, None)
+        }
+        Err(e) => return Err(e),
+    };
+    let entry = row.as_ref().and_then(|p| p.entries.first());
+    let mut res = HttpResponse::Ok();
+    rate_headers(&mut res, &limit.0);
+    Ok(res.json(LeagueMe {
+        league: league.into_string(),
+        player: player.id.into_string(),
+        tier: tier as u32,
+        board: board.to_string(),
+        season,
+        bucket,
+        rank: entry.map(|e| e.rank),
+        score: entry.map(|e| e.score),
+        bucket_total: row.as_ref().map(|p| p.total),
+    }))
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(admin_top);
+    cfg.service(admin_top)
+        .service(list_leagues)
+        .service(put_league)
+        .service(get_league)
+        .service(moves)
+        .service(me);
 }

@@ -24,6 +24,10 @@
 //!   (`lua/tournament_event.lua`). The `ended` event comes with the freeze; a recurring
 //!   tournament's `started` with the rollover that ended the previous occurrence.
 //!
+//! - `league.close` — scheduled at the end of each season of a league (`jobs/league.rs`): moves
+//!   each bucket's top `promote` players up a tier and bottom `relegate` down, from the ended
+//!   season's frozen standings, once; tells each moved player (`notify`, kind `league`).
+//!
 //! - `ban.lift` — scheduled at a ban's `until_ms` (`PUT /admin/bans/{player}`): lifts that
 //!   ban (only if it still has that `until_ms`: a ban renewed meanwhile stays) and puts the
 //!   player's held entries back.
@@ -39,6 +43,7 @@
 //! of that id.
 
 mod calendar;
+pub mod league;
 mod notifier;
 mod worker;
 
@@ -339,6 +344,13 @@ pub async fn schedule_rollovers(st: &AppState) -> AppResult<usize> {
             n += 1;
         }
     }
+    for (league, cfg) in st.store.leagues().await? {
+        n += usize::from(
+            league::schedule_close(st, &league, &cfg, now)
+                .await?
+                .is_some(),
+        );
+    }
     Ok(n)
 }
 
@@ -423,6 +435,7 @@ pub async fn handle(st: &AppState, notifier: &dyn Notifier, job: &Job) -> anyhow
             Ok(())
         }
         KIND_REWARD => reward(st, payload(job)?).await,
+        league::KIND_LEAGUE_CLOSE => league::close(st, payload(job)?).await,
         KIND_NOTIFY => {
             let p: NotifyPayload = payload(job)?;
             let player = Id::parse(&p.player)?;

@@ -5,6 +5,7 @@
 mod audit;
 mod batch;
 mod buckets;
+mod league;
 mod log;
 mod moderation;
 mod names;
@@ -26,6 +27,7 @@ pub use audit::AuditPage;
 use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use buckets::{BucketCount, BucketsPage};
+pub use league::{LeagueConfig, Move, Moves, MAX_TIERS};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
 pub use names::{NameHits, SCAN_BUDGET};
