@@ -10,7 +10,8 @@
 // countdown, entrants paged in join order, the rules, the final standings). The run rewrites
 // docs/admin-console.png (desktop), docs/admin-console-phone.png and
 // docs/admin-console-tournament{,-phone}.png; a bucketed board's buckets, paged, and the top of
-// any bucket (docs/admin-console-buckets.png).
+// any bucket (docs/admin-console-buckets.png); a league's seasons and the moves between its tiers
+// when a season ends (docs/admin-console-leagues.png).
 
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -28,6 +29,7 @@ import {
   startServer,
   useStackAndBrowser,
   waitConnState,
+  waitFor,
   withDiagnostics,
 } from "./harness.mjs";
 
@@ -562,6 +564,77 @@ describe("admin console", { timeout: 240_000 }, () => {
 
         assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
         if (label === "desktop") await page.locator("#buckets-panel").screenshot({ path: path.join(REPO, "docs", "admin-console-buckets.png") });
+        await page.context().close();
+      }));
+  }
+
+  for (const [label, viewport] of [
+    ["desktop", DESKTOP],
+    ["phone", PHONE],
+  ]) {
+    test(`${label} ${viewport.width}×${viewport.height}: a league's seasons and the moves between its tiers at a season's end`, () =>
+      withDiagnostics(diag, async () => {
+        const base = env.stack.base;
+        const id = `wk-${label}`;
+        const [bronze, silver, gold] = ["bz", "sv", "gd"].map((t) => `${t}-${label}`);
+        await admin(base, "PUT", `/admin/leagues/${id}`, {
+          tiers: [bronze, silver, gold],
+          bucket_size: 3,
+          promote: 1,
+          relegate: 1,
+          reset: "daily",
+          board: { op: "best", submit_limit: null },
+        });
+        // Four new players on the lowest tier: bucket 1 holds a1–a3, bucket 2 a4.
+        for (const [p, pts] of [["a1", 10], ["a2", 30], ["a3", 20], ["a4", 5]]) await addScore(base, bronze, `${p}-${label}`, pts);
+        const { seasons } = await admin(base, "GET", `/v1/boards/${bronze}/seasons`);
+        const season = seasons.find((s) => s.current).season;
+        const page = await signedIn(env, viewport);
+        pages.push(page);
+
+        await page.waitForSelector(`#league-rows tr[data-league="${id}"]`);
+        assert.match(await page.textContent(`#league-rows tr[data-league="${id}"]`), new RegExp(`${bronze} → ${silver} → ${gold}\\s*daily; buckets of 3; top 1 up, last 1 down`));
+        await page.click(`#league-rows tr[data-league="${id}"] button[data-action="league-seasons"]`);
+        await page.waitForSelector(`#league-season-rows tr[data-season="${season}"]`);
+        assert.match(await page.textContent(`#league-season-rows tr[data-season="${season}"]`), /\(current\)\s*\d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+        // Before the season's end: no moves, said so where the operator asked.
+        await page.click(`#league-season-rows tr[data-season="${season}"] button[data-action="league-moves"]`);
+        await saidInView(page, "#leagues-msg", new RegExp(`No moves for season ${season} of ${id} yet`));
+        assert.equal(await page.isHidden("#moves-box"), true);
+
+        // The season's end: its league.close job, run now through Scorecast's own queue as the
+        // calendar would run it at midnight (UTC).
+        await admin(base, "POST", "/admin/queues/scorecast/jobs", {
+          id: `league-close-now-${label}`,
+          kind: "league.close",
+          payload: { league: id, season, end_ms: Date.now() },
+          max_attempts: 1,
+        });
+        await waitFor(
+          async () => {
+            const r = await fetch(`${base}/admin/leagues/${id}/moves?season=${season}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+            return r.ok && (await r.json()).closed_ms;
+          },
+          { timeoutMs: 20_000, what: "the league's moves applied" },
+        );
+        await page.click(`#league-season-rows tr[data-season="${season}"] button[data-action="league-moves"]`);
+        await saidInView(page, "#leagues-msg", new RegExp(`Season ${season} of ${id}: 2 moves`));
+        assert.match(await page.textContent("#moves-summary"), new RegExp(`^2 moves, applied to every tier at .* UTC\\. ${bronze}: 2 up, 0 down; ${silver}: 0 up, 0 down; ${gold}: 0 up, 0 down\\.$`));
+        const moved = () => page.$$eval("#move-rows tr[data-player]", (t) => t.map((tr) => [...tr.children].map((td) => td.textContent)));
+        // The first of each bucket moves up: a2 (bucket 1's first), a4 (alone in bucket 2).
+        assert.deepEqual(await moved(), [
+          [`a2-${label}`, `↑ ${bronze} → ${silver}`, "#1", "#1"],
+          [`a4-${label}`, `↑ ${bronze} → ${silver}`, "#2", "#1"],
+        ]);
+        // One tier's movements: silver received both; gold saw none.
+        await page.selectOption("#moves-tier", "1");
+        assert.equal((await moved()).length, 2);
+        await page.selectOption("#moves-tier", "2");
+        assert.match(await page.textContent("#move-rows tr.empty"), new RegExp(`Nobody left or reached ${gold}`));
+        await page.selectOption("#moves-tier", "");
+
+        assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
+        if (label === "desktop") await page.locator("#leagues-panel").screenshot({ path: path.join(REPO, "docs", "admin-console-leagues.png") });
         await page.context().close();
       }));
   }

@@ -1,7 +1,7 @@
 // The admin console (`/admin`): boards (create, edit, delete), a live top view with per-row
 // "remove score" / "ban" / "revoke tokens", the watched board's tournament (state, a live
 // countdown, entrants, rules, final standings), a bucketed board's buckets and the top of any
-// of them, any player of the watched board found by id or name,
+// of them, the leagues with each season's moves between tiers, any player of the watched board found by id or name,
 // the board's past seasons with their standings and a manual rollover, a player's history from
 // the audit log, bans, queues with their dead letters (retry), and live charts summed over every
 // instance (`/admin/stats`). Every destructive action asks for a second click on the same button;
@@ -34,6 +34,7 @@ let pollTimer = null;
 let boardList = []; // the last /v1/boards answer
 let banList = []; // the last /admin/bans answer
 let find = null; // {board, q, cursor}
+let league = null; // the league whose seasons are shown: {id, cfg, season, moves}
 let buckets = null; // the watched board's buckets: {board, season, shown, picked}
 let tour = null; // the watched board's tournament: {board, info, skew, entrants offset}
 
@@ -143,7 +144,7 @@ function showState(s) {
 }
 
 async function refreshAll() {
-  await Promise.all([refreshBoards(), refreshBans(), refreshQueues(), refreshAudit()]).catch(fail($("board-msg"), "refresh"));
+  await Promise.all([refreshBoards(), refreshBans(), refreshQueues(), refreshAudit(), refreshLeagues()]).catch(fail($("board-msg"), "refresh"));
 }
 
 // ---- boards ----------------------------------------------------------------------------------
@@ -615,6 +616,115 @@ async function showBucketTop(board, n, { quiet = false } = {}) {
   }
 }
 
+// ---- leagues ---------------------------------------------------------------------------------
+//
+// Every league (`GET /admin/leagues`): its tier boards, lowest first, and its rules; for one, the
+// seasons of its lowest tier (every tier shares the calendar) and, for a season that ended, the
+// moves its `league.close` job made (`GET /admin/leagues/{l}/moves?season=`), one tier's or all.
+
+const ARROW = { up: "↑", down: "↓" };
+
+async function refreshLeagues() {
+  const { leagues } = await api("GET", "/admin/leagues");
+  fill(
+    $("league-rows"),
+    leagues.map((l) => {
+      const rules = `${l.reset}; buckets of ${l.bucket_size}; top ${l.promote} up, last ${l.relegate} down`;
+      const tr = row([l.id, l.tiers.join(" → "), rules]);
+      tr.dataset.league = l.id;
+      tr.append(actions([["Seasons", "league-seasons", () => showLeague(l)]]));
+      return tr;
+    }),
+    "No leagues yet (PUT /admin/leagues/{l}).",
+  );
+  const shown = league && leagues.find((l) => l.id === league.id);
+  if (league && !shown) {
+    league = null;
+    $("league-box").hidden = true;
+  }
+}
+
+/** The seasons of league `l` (those of its lowest tier board), newest first. */
+async function showLeague(l) {
+  league = { id: l.id, cfg: l, season: null, moves: null };
+  $("league-box").hidden = false;
+  $("league-name").textContent = l.id;
+  $("moves-box").hidden = true;
+  try {
+    const { seasons } = await api("GET", `/v1/boards/${l.tiers[0]}/seasons`);
+    if (league?.id !== l.id) return;
+    fill(
+      $("league-season-rows"),
+      [...seasons]
+        .sort((a, b) => b.start_ms - a.start_ms)
+        .map((s) => {
+          const tr = row([s.current ? `${s.season} (current)` : s.season, timeText(s.start_ms, 16)]);
+          tr.dataset.season = s.season;
+          tr.append(actions([["Moves", "league-moves", () => showMoves(l.id, s.season)]]));
+          return tr;
+        }),
+      "No seasons yet: they start as players score.",
+    );
+  } catch (e) {
+    fail($("leagues-msg"), `league ${l.id}`)(e);
+  }
+}
+
+/** The moves made at the end of `season` of league `id`. */
+async function showMoves(id, season) {
+  const msg = $("leagues-msg");
+  try {
+    const m = await api("GET", `/admin/leagues/${id}/moves?season=${encodeURIComponent(season)}`);
+    if (league?.id !== id) return;
+    league.season = season;
+    league.moves = m;
+    $("moves-box").hidden = false;
+    $("moves-season").textContent = `${season} of ${id}`;
+    const tiers = league.cfg.tiers;
+    const counts = tiers.map((t, i) => {
+      const up = m.moves.filter((x) => x.from_tier === i && x.direction === "up").length;
+      const down = m.moves.filter((x) => x.from_tier === i && x.direction === "down").length;
+      return `${t}: ${up} up, ${down} down`;
+    });
+    const when = m.closed_ms ? `applied to every tier at ${timeText(m.closed_ms)}` : "being applied";
+    $("moves-summary").textContent = `${m.moves.length} move${m.moves.length === 1 ? "" : "s"}, ${when}. ${counts.join("; ")}.`;
+    $("moves-summary").dataset.closed = m.closed_ms ? "1" : "";
+    const sel = $("moves-tier");
+    const keep = sel.value;
+    sel.replaceChildren(new Option("every tier", ""), ...tiers.map((t, i) => new Option(`${t} (tier ${i})`, String(i))));
+    sel.value = [...sel.options].some((o) => o.value === keep) ? keep : "";
+    renderMoves();
+    say(msg, `Season ${season} of ${id}: ${m.moves.length} move${m.moves.length === 1 ? "" : "s"}.`);
+  } catch (e) {
+    if (e.code === "not_found") {
+      $("moves-box").hidden = true;
+      say(msg, `No moves for season ${season} of ${id} yet: they are made when the season ends (UTC).`);
+    } else fail(msg, "moves")(e);
+  }
+}
+
+/** The moves of the tier picked (those that left it and those that came to it), or all. */
+function renderMoves() {
+  if (!league?.moves) return;
+  const t = $("moves-tier").value;
+  const tier = t === "" ? null : Number(t);
+  const shown = league.moves.moves.filter((x) => tier === null || x.from_tier === tier || x.to_tier === tier);
+  fill(
+    $("move-rows"),
+    shown.map((x) => {
+      const tr = row([x.player, `${ARROW[x.direction] ?? ""} ${x.from} → ${x.to}`, `#${x.bucket}`, `#${x.rank}`]);
+      tr.dataset.player = x.player;
+      tr.dataset.direction = x.direction;
+      tr.children[2].className = "num";
+      tr.children[3].className = "num";
+      return tr;
+    }),
+    tier === null ? "Nobody moved this season." : `Nobody left or reached ${league.cfg.tiers[tier]} this season.`,
+  );
+}
+
+$("moves-tier").addEventListener("change", renderMoves);
+
 // ---- find a player ---------------------------------------------------------------------------
 
 $("find-form").addEventListener("submit", (ev) => {
@@ -998,7 +1108,7 @@ async function poll() {
   if (token) refreshQueues().catch(() => {});
   // Bans and admin actions made elsewhere (another operator, a tool) show within 5 s.
   if (token && ++polls % 5 === 0) {
-    Promise.all([refreshBans(), refreshAudit()]).catch(() => {});
+    Promise.all([refreshBans(), refreshAudit(), refreshLeagues()]).catch(() => {});
     if (watched && tour?.info) showTournament(watched, { quiet: true });
     if (watched && buckets) showBuckets(watched, { quiet: true });
   }
