@@ -260,7 +260,9 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       assert.equal(await page.isHidden("#bucket-mine"), true);
 
       // A board without buckets shows no picker.
-      await page.goto(`${base}/?board=${BOARD}`);
+      await putBoard(base, "unbucketed", {});
+      await addScore(base, "unbucketed", "u1", 1);
+      await page.goto(`${base}/?board=unbucketed`);
       await page.waitForSelector("#rows tr[data-player]");
       assert.equal(await page.isHidden("#bucket-bar"), true);
       await page.context().close();
