@@ -258,6 +258,10 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       await page.click("#bucket-mine");
       await page.waitForFunction(() => /bucket 3$/.test(document.getElementById("season").textContent));
       assert.equal(await page.isHidden("#bucket-mine"), true);
+      // On a phone the picker fits: no horizontal scroll.
+      await page.setViewportSize({ width: 390, height: 844 });
+      assert.equal(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 0);
+      assert.equal(await page.isVisible("#bucket-next"), true);
 
       // A board without buckets shows no picker.
       await putBoard(base, "unbucketed", {});
