@@ -431,15 +431,16 @@ describe("admin console", { timeout: 240_000 }, () => {
         const board = `cup-${label}`;
         const plain = `plain-${label}`;
         await admin(base, "PUT", `/admin/boards/${plain}`, {});
-        // Opens 6 s from now and closes 6 s later: long enough to see each state, short enough
-        // to wait for. Joining is open before the start.
-        const start = Date.now() + 6_000;
-        const end = start + 6_000;
-        await admin(base, "PUT", `/admin/boards/${board}`, {
-          reset: "never",
-          op: "best",
-          tournament: { schedule: { start_ms: start, end_ms: end }, join_required: true, max_size: 30, max_attempts: 2 },
-        });
+        // An hour ahead at first, so that the page sees it scheduled however slow the machine;
+        // moved to seconds ahead once the players have joined (joining is open before the start).
+        const schedule = (start, end) =>
+          admin(base, "PUT", `/admin/boards/${board}`, {
+            reset: "never",
+            op: "best",
+            tournament: { schedule: { start_ms: start, end_ms: end }, join_required: true, max_size: 30, max_attempts: 2 },
+          });
+        const later = Date.now() + 3_600_000;
+        await schedule(later, later + 60_000);
         const page = await signedIn(env, viewport);
         pages.push(page);
 
@@ -452,7 +453,7 @@ describe("admin console", { timeout: 240_000 }, () => {
         await page.click(`#boards tr[data-board="${board}"] button[data-action="watch"]`);
         await page.waitForSelector('#t-state[data-state="upcoming"]');
         assert.equal(await page.textContent("#t-state"), "scheduled");
-        assert.match(await page.textContent("#t-left"), /^opens in 00:0\d \(at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$/);
+        assert.match(await page.textContent("#t-left"), /^opens in (59:[0-5]\d|01:00:00) \(at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$/);
         assert.match(await page.textContent("#t-schedule"), /UTC → .* UTC$/);
         assert.equal(await page.textContent("#t-entrants"), "0 / 30");
         assert.equal(await page.textContent("#t-attempts"), "2 per player");
@@ -479,6 +480,12 @@ describe("admin console", { timeout: 240_000 }, () => {
         await saidInView(page, "#tournament-msg", /22 of 22 entrants shown/);
         assert.deepEqual(await page.$$eval("#entrant-rows tr[data-player]", (t) => t.map((tr) => tr.dataset.player)), players);
         assert.equal(await page.isHidden("#entrants-more"), true);
+
+        // Now it opens in 3 s and closes 5 s later; the panel reads the new dates by itself.
+        const start = Date.now() + 3_000;
+        const end = start + 5_000;
+        await schedule(start, end);
+        await page.waitForFunction(() => /opens in 00:0\d/.test(document.getElementById("t-left").textContent) || document.getElementById("t-state").dataset.state !== "upcoming", null, { timeout: 10_000 });
 
         // Running: the state turns by itself at the start; two players score, their attempts show.
         await page.waitForSelector('#t-state[data-state="running"]', { timeout: 15_000 });
