@@ -1,7 +1,7 @@
 // The live leaderboard page (`/?board=demo`) in headless Chromium: it shows the top, and scores
 // submitted by another client (admin HTTP) appear live with the right score, rank and highlight;
 // on a bucketed board it shows one bucket, ranked within it, live, steps through the buckets and
-// opens on the signed-in player's own.
+// opens on the signed-in player's own, pinning their row when it is below the bucket's top.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -262,6 +262,23 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       await page.setViewportSize({ width: 390, height: 844 });
       assert.equal(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 0);
       assert.equal(await page.isVisible("#bucket-next"), true);
+
+      // Ranked below the top 20 of their own bucket, the signed-in player's row is pinned with
+      // their rank within it.
+      await putBoard(base, "bigleague", { op: "best", bucket_size: 30, submit_limit: null });
+      for (let i = 1; i <= 24; i++) await addScore(base, "bigleague", `c${String(i).padStart(2, "0")}`, 100 + i);
+      const { token: lowToken } = await admin(base, "POST", "/admin/tokens", { player: "low" });
+      await addScore(base, "bigleague", "low", 1);
+      await page.evaluate((t) => {
+        localStorage.setItem("scorecast.token", t);
+        localStorage.setItem("scorecast.player", "low");
+      }, lowToken);
+      await page.goto(`${base}/?board=bigleague`);
+      await page.waitForFunction(() => {
+        const tr = document.querySelector('#me-pin tr[data-player="low"]');
+        return tr && tr.querySelector(".rank").textContent === "#25";
+      });
+      assert.equal(await page.$$eval("#rows tr[data-player]", (t) => t.length), 20);
 
       // A board without buckets shows no picker.
       await putBoard(base, "unbucketed", {});

@@ -1,8 +1,9 @@
 // The live leaderboard page (`/`, `?board=<id>`): the top 20 over the WebSocket, rows flashed when
 // they change, and the signed-in player's own row pinned below when they are not in the top.
 // On a bucketed board (`bucket_size`) it shows one bucket (`&bucket=<n>`; by default the
-// signed-in player's own, else the first), ranked within it: read over HTTP every 2 s and at
-// once when the board's live top moves, with a picker to step through the buckets.
+// signed-in player's own, else the first), ranked within it, their row pinned when below its
+// top: read over HTTP every 2 s and at once when the board's live top moves, with a picker to
+// step through the buckets.
 
 import { Scorecast, formatAgo, formatCompact, formatRank, formatThousands, isValidId } from "../sdk/scorecast.js";
 
@@ -138,6 +139,14 @@ async function readBucket() {
     if (!b.n) b.mine = body.bucket;
     b.n = body.bucket;
     $("error").hidden = true;
+    // In their own bucket below its top rows, the signed-in player's row is pinned (their rank
+    // within the bucket).
+    me = null;
+    if (player && body.bucket === b.mine && !body.entries.some((e) => e.player === player)) {
+      const mine = await fetch(`/v1/boards/${encodeURIComponent(board)}/players/${encodeURIComponent(player)}`, { headers: { accept: "application/json" } });
+      if (bucket !== b) return;
+      if (mine.ok) me = await mine.json();
+    }
     const previous = top && top.bucket === body.bucket ? new Map(top.entries.map((e) => [e.player, e])) : null;
     top = body;
     updatedAt = Date.now();
