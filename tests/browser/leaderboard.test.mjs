@@ -205,7 +205,8 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
 
   /// A bucketed board: the page shows bucket 1 (no one signed in), ranked within it; the arrows
   /// and the picker step through the buckets (the URL says which; an empty one says so); a score
-  /// shows live; a signed-in player's page opens on their own bucket.
+  /// shows live; a signed-in player's page opens on their own bucket, their row pinned (rank in
+  /// the bucket) when below its top 20.
   test("a bucketed board shows one bucket, live, and the signed-in player's own", () =>
     withDiagnostics(diag, async () => {
       const base = env.stack.base;
