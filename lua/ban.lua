@@ -55,11 +55,11 @@ for _, s in ipairs(seasons) do
     local prev_rank = rank_of(key, cfg, player, tonumber(score))
     redis.call('HSET', prefix .. 'held:' .. player, s, score)
     redis.call('ZREM', key, player)
-    bucket_mirror(prefix, s, player, nil)
+    local in_bucket = bucket_mirror(prefix, s, player, nil)
     held = held + 1
     if s == current then
       publish_change(prefix, board, s,
-        ',"changes":[{"player":"' .. player .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. '}]')
+        ',"changes":[{"player":"' .. player .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. in_bucket .. '}]')
     end
   end
 end

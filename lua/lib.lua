@@ -147,12 +147,14 @@ local function bucket_key(prefix, season, n)
 end
 
 -- Mirrors a moderation change of `player`'s entry in `season` to their bucket, if they have
--- one (lua/remove.lua, ban.lua, unban.lua): `score` nil removes it.
+-- one (lua/remove.lua, ban.lua, unban.lua): `score` nil removes it. Returns the change event's
+-- `,"bucket":<n>` ('' without a bucket).
 local function bucket_mirror(prefix, season, player, score)
   local n = redis.call('HGET', prefix .. 'bk:' .. season, player)
-  if not n then return end
+  if not n then return '' end
   local k = bucket_key(prefix, season, tonumber(n))
   if score then redis.call('ZADD', k, score, player) else redis.call('ZREM', k, player) end
+  return ',"bucket":' .. n
 end
 
 -- Drops the bucket keys of `season`.

@@ -24,10 +24,10 @@ local held = false
 if old then
   local prev_rank = rank_of(key, cfg, ARGV[1], tonumber(old))
   redis.call('ZREM', key, ARGV[1])
-  bucket_mirror(prefix, season, ARGV[1], nil)
+  local in_bucket = bucket_mirror(prefix, season, ARGV[1], nil)
   -- The same event shape as submit.lua's: a `changes` list (here of one).
   publish_change(prefix, board, season,
-    ',"changes":[{"player":"' .. ARGV[1] .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. '}]')
+    ',"changes":[{"player":"' .. ARGV[1] .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. in_bucket .. '}]')
 else
   old = redis.call('HGET', hold, season)
   if not old then return {'ok', 0} end

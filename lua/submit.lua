@@ -350,7 +350,8 @@ local function submit_player(player, subs)
           local er, epr = g_new or new_rank, g_prev or prev_rank
           changes[nc] = '{"player":"' .. player .. '","score":' .. new_s .. ',"rank":' .. istr(er) ..
             ',"previous_rank":' .. (epr < 0 and 'null' or istr(epr)) ..
-            (bucket and (',"bucket":' .. istr(bucket)) or '') ..
+            (bucket and (',"bucket":' .. istr(bucket) .. ',"bucket_rank":' .. istr(new_rank) ..
+              ',"bucket_previous_rank":' .. (prev_rank < 0 and 'null' or istr(prev_rank))) or '') ..
             (name ~= '' and (',"name":' .. cjson.encode(name) .. '}') or '}')
         end
         accepted = accepted + 1

@@ -61,13 +61,13 @@ for i = 1, #held, 2 do
   if s == current or redis.call('ZSCORE', prefix .. 'seasons', s) then
     local key = prefix .. 's:' .. s
     redis.call('ZADD', key, score, player)
-    bucket_mirror(prefix, s, player, score)
+    local in_bucket = bucket_mirror(prefix, s, player, score)
     restored = restored + 1
     if s == current then
       local points = decode(cfg, tonumber(score))
       local rank = rank_of(key, cfg, player, tonumber(score))
       publish_change(prefix, board, s,
-        ',"changes":[{"player":"' .. player .. '","score":' .. fmt(points) .. ',"rank":' .. fmt(rank) .. ',"previous_rank":null}]')
+        ',"changes":[{"player":"' .. player .. '","score":' .. fmt(points) .. ',"rank":' .. fmt(rank) .. ',"previous_rank":null' .. in_bucket .. '}]')
     end
   end
 end

@@ -41,7 +41,34 @@ impl Id {
     pub fn into_string(self) -> String {
         self.0
     }
+
+    /// The server hub's key for the live views of bucket `bucket` of `board` in `season`
+    /// (`docs/protocol.md`, "Buckets"): `<board>#<season>#<bucket>`. Not an id — `#` is no id
+    /// character — so it never equals a board's id, and it never names a Redis key: the store
+    /// reads it back with [`Id::cell_parts`].
+    pub fn cell(board: &Id, season: &Id, bucket: u32) -> Id {
+        Id(format!("{board}{CELL_SEP}{season}{CELL_SEP}{bucket}"))
+    }
+
+    /// The board, season and bucket of an [`Id::cell`] key; `None` for an id.
+    pub fn cell_parts(&self) -> Option<(Id, Id, u32)> {
+        let mut parts = self.0.splitn(3, CELL_SEP);
+        let (board, season, bucket) = (parts.next()?, parts.next()?, parts.next()?);
+        Some((
+            Id(board.to_owned()),
+            Id(season.to_owned()),
+            bucket.parse().ok()?,
+        ))
+    }
+
+    /// The board an id or an [`Id::cell`] key is of: the id itself, or the cell's board.
+    pub fn board_part(&self) -> &str {
+        self.0.split(CELL_SEP).next().unwrap_or(&self.0)
+    }
 }
+
+/// Separates the parts of an [`Id::cell`] key.
+const CELL_SEP: char = '#';
 
 /// Checks `s` against the id alphabet and length.
 pub fn validate(s: &str) -> Result<(), IdError> {
@@ -101,6 +128,19 @@ mod tests {
         for bad in [".", "..", "...", &".".repeat(64)] {
             assert_eq!(Id::parse(bad), Err(IdError::OnlyDots), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn bucket_cells_are_no_ids_and_read_back() {
+        let b = Id::parse("game").unwrap();
+        let s = Id::parse("2025-W11").unwrap();
+        let cell = Id::cell(&b, &s, 7);
+        assert_eq!(cell.as_str(), "game#2025-W11#7");
+        assert!(Id::parse(cell.as_str()).is_err());
+        assert_eq!(cell.cell_parts(), Some((b.clone(), s, 7)));
+        assert_eq!(cell.board_part(), "game");
+        assert_eq!(b.cell_parts(), None);
+        assert_eq!(b.board_part(), "game");
     }
 
     #[test]

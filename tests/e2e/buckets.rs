@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use futures_util::future::join_all;
 use reqwest::Method;
 use scorecast_tests::scorecast_server::clock::Clock;
-use scorecast_tests::{spawn_app_with, Api, Resp, TestApp};
+use scorecast_tests::{spawn_app_with, Api, Resp, TestApp, EVENTUALLY};
 use serde_json::{json, Value};
 
 /// 2025-03-10T12:00:00Z.
@@ -268,4 +268,107 @@ async fn a_new_season_forms_new_buckets_and_old_ones_go_with_their_season() {
         assert!(!app.key_exists(key).await, "{key} outlived its season");
     }
     assert!(app.key_exists("lb:{b}:bk:s1:1").await);
+}
+
+/// The next `n` view updates (`rank`, `top`, `around`), by type, in whatever order they come;
+/// panics if one type comes twice or they do not all come in time.
+async fn updates(ws: &mut scorecast_tests::ws::WsClient, n: usize) -> BTreeMap<String, Value> {
+    let mut seen = BTreeMap::new();
+    while seen.len() < n {
+        let v = ws.recv_until(EVENTUALLY, |_| true).await;
+        let ty = v["type"].as_str().unwrap().to_owned();
+        assert!(seen.insert(ty.clone(), v).is_none(), "{ty} came twice");
+    }
+    seen
+}
+
+/// The names of a view message's entries.
+fn names(v: &Value) -> Vec<String> {
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["player"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Live views over the WebSocket are within the player's bucket: `me`, `top` and `around` show
+/// the bucket's players and ranks; a move in bucket 1 moves its watcher's views and its
+/// watcher's alone (bucket 2's watcher hears nothing until its own bucket changes, and then
+/// only of its own bucket). A spectator's `top` of a bucketed board is `bad_request`, a player
+/// without a bucket `not_found`.
+#[tokio::test]
+async fn live_views_are_within_the_bucket_and_other_buckets_hear_nothing() {
+    use scorecast_tests::ws::{Incoming, WsClient};
+    let app = app().await;
+    app.board("b", bucketed(3)).await;
+    for (p, pts) in [
+        ("a1", 30),
+        ("a2", 20),
+        ("a3", 10),
+        ("b1", 31),
+        ("b2", 21),
+        ("b3", 11),
+    ] {
+        assert_eq!(submit(&app, "b", p, "s", pts).await.status, 200);
+    }
+    let mut watchers = Vec::new();
+    for p in ["a3", "b3"] {
+        let mut ws = WsClient::connect(&app.ws_url()).await;
+        assert_eq!(ws.hello(&app.token(p, None)).await["type"], "welcome");
+        let me = ws.subscribe("b", "me", json!({})).await;
+        assert_eq!(
+            (me["rank"].clone(), me["board"].clone()),
+            (json!(3), json!("b")),
+            "{me}"
+        );
+        let top = ws.subscribe("b", "top", json!({"limit": 10})).await;
+        assert_eq!(top["total"], 3, "{top}");
+        let around = ws.subscribe("b", "around", json!({"radius": 1})).await;
+        assert_eq!(names(&around).len(), 3, "{around}");
+        watchers.push((ws, names(&top)));
+    }
+    let (mut wa, top_a) = watchers.remove(0);
+    let (mut wb, top_b) = watchers.remove(0);
+    assert_eq!(top_a, ["a1", "a2", "a3"]);
+    assert_eq!(top_b, ["b1", "b2", "b3"]);
+
+    // a3 climbs to the top of bucket 1 (35: above every player of both buckets).
+    assert_eq!(submit(&app, "b", "a3", "up", 25).await.status, 200);
+    let seen = updates(&mut wa, 3).await;
+    assert_eq!(
+        (seen["rank"]["rank"].clone(), seen["rank"]["score"].clone()),
+        (json!(1), json!(35))
+    );
+    assert_eq!(seen["rank"]["previous_rank"], 3);
+    assert_eq!(names(&seen["top"]), ["a3", "a1", "a2"]);
+    assert_eq!(seen["top"]["total"], 3);
+    assert_eq!(names(&seen["around"]), ["a3", "a1", "a2"]);
+    // Bucket 2's watcher hears nothing of it: nothing within 10 of the hub's 50 ms windows.
+    if let Some(Incoming::Json(v)) = wb.next_within(std::time::Duration::from_millis(500)).await {
+        panic!("bucket 2's watcher was sent {v}");
+    }
+    // b2 passes b1 in bucket 2: b3's watcher sees its own bucket only, its rank unchanged at 3.
+    assert_eq!(submit(&app, "b", "b2", "up", 15).await.status, 200);
+    let seen = updates(&mut wb, 2).await;
+    assert_eq!(names(&seen["top"]), ["b2", "b1", "b3"]);
+    assert_eq!(names(&seen["around"]), ["b2", "b1", "b3"]);
+    assert!(
+        !seen.contains_key("rank"),
+        "b3's rank did not change: {seen:?}"
+    );
+
+    let mut spectator = WsClient::connect(&app.ws_url()).await;
+    let e = spectator.subscribe("b", "top", json!({})).await;
+    assert_eq!(
+        (e["type"].as_str(), e["code"].as_str()),
+        (Some("error"), Some("bad_request"))
+    );
+    let mut nobody = WsClient::connect(&app.ws_url()).await;
+    nobody.hello(&app.token("nobody", None)).await;
+    let e = nobody.subscribe("b", "me", json!({})).await;
+    assert_eq!(
+        (e["type"].as_str(), e["code"].as_str()),
+        (Some("error"), Some("not_found"))
+    );
 }

@@ -581,3 +581,50 @@ async fn a_close_retried_after_a_crash_between_tiers_ends_as_one_clean_run() {
     let r = submit(&app, "silver", "p3", "s", 5).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 }
+
+/// A moved player is told live: when the season's close runs (with the hub as the notifier, as
+/// the job workers run it), the player's open WebSocket gets `notify` kind `league` with the
+/// move; a player who stayed gets none.
+#[tokio::test]
+async fn a_moved_player_is_told_on_their_websocket() {
+    use scorecast_tests::ws::{Incoming, WsClient};
+    let app = app().await;
+    put_league(&app, "weekly", weekly()).await;
+    scores(&app, "bronze", "d1", &[("p1", 10), ("p2", 20), ("p3", 30)]).await;
+    let mut sessions = Vec::new();
+    for p in ["p3", "p1"] {
+        let mut ws = WsClient::connect(&app.ws_url()).await;
+        assert_eq!(ws.hello(&app.token(p, None)).await["type"], "welcome");
+        sessions.push(ws);
+    }
+    app.clock.set(DAY_END);
+    while let Some((job, ok)) = jobs::run_next(&app.state, &app.state.hub).await.unwrap() {
+        assert!(ok, "{job:?}");
+    }
+    let told = sessions[0]
+        .recv_until(scorecast_tests::EVENTUALLY, |v| v["type"] == "notify")
+        .await;
+    assert_eq!(told["kind"], "league");
+    let p = &told["payload"];
+    assert_eq!(
+        (
+            p["direction"].clone(),
+            p["from"].clone(),
+            p["to"].clone(),
+            p["to_tier"].clone()
+        ),
+        (json!("up"), json!("bronze"), json!("silver"), json!(1)),
+        "{told}"
+    );
+    assert_eq!(
+        (p["season"].clone(), p["rank"].clone()),
+        (json!("2025-03-10"), json!(1))
+    );
+    // p1 stayed (the lowest tier's last): the jobs are done, so nothing is on its way to them.
+    if let Some(Incoming::Json(v)) = sessions[1]
+        .next_within(std::time::Duration::from_millis(300))
+        .await
+    {
+        panic!("p1 was sent {v}");
+    }
+}

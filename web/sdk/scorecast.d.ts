@@ -75,6 +75,36 @@ export interface TournamentEvent {
   rank?: number;
 }
 
+/** A player's place in a league (`GET /v1/leagues/{league}/me`). */
+export interface LeagueMe {
+  league: string;
+  player: string;
+  /** 0 = the lowest tier. */
+  tier: number;
+  /** The tier's board. */
+  board: string;
+  season: string;
+  /** Their bucket, rank and score there this season (absent before their first score). */
+  bucket?: number;
+  rank?: number;
+  score?: number;
+  bucket_total?: number;
+}
+
+/** This player was moved at the end of a league's season. */
+export interface LeagueMove {
+  league: string;
+  season: string;
+  direction: "up" | "down";
+  from: string;
+  from_tier: number;
+  to: string;
+  to_tier: number;
+  /** Their bucket and rank in it in the ended season. */
+  bucket: number;
+  rank: number;
+}
+
 /** A view's snapshot or push (`top`, `around`, or `rank` for "me"). */
 export interface ViewMessage {
   type: "top" | "around" | "rank";
@@ -132,6 +162,8 @@ export class Scorecast {
   startRun(board: string): Promise<Run>;
   /** Joins the board's tournament; joining again resolves the same. */
   join(board: string): Promise<Joined>;
+  /** This player's tier, bucket and rank in a league (over HTTP, with the client's token). */
+  league(league: string): Promise<LeagueMe>;
   /**
    * Submits the run's proof so far (for `2048`, its move log), sent as base64; the server
    * replays it and records the validator's score. Answered as `submit` is; a proof re-sent
@@ -142,6 +174,7 @@ export class Scorecast {
   subscribe(board: string, view: View, callback: (msg: ViewMessage) => void): Unsubscribe;
   on(event: "state", fn: (state: ConnState) => void): Unsubscribe;
   on(event: "tournament", fn: (msg: TournamentEvent) => void): Unsubscribe;
+  on(event: "league", fn: (move: LeagueMove) => void): Unsubscribe;
   on(event: "error" | "notify" | "welcome" | "message", fn: (msg: any) => void): Unsubscribe;
   /** Stops for good; pending submissions reject with `closed`. */
   close(): void;

@@ -33,11 +33,18 @@
 //   sc.join(board) -> Promise<{board, season, player, joined_ms}>
 //       enters the board's tournament (docs/protocol.md, "Tournaments"); joining again resolves
 //       the same. Rejects (code bad_request: no tournament, unknown_board, ended, full).
+//   sc.league(league) -> Promise<{league, player, tier, board, season, bucket?, rank?, score?, bucket_total?}>
+//       GET /v1/leagues/{league}/me with the client's token: the player's tier (0 = lowest), its
+//       board, and their bucket and rank there this season (docs/protocol.md, "Leagues").
+//       Rejects (code unauthorized: no token, not_found: no such league).
 //   sc.subscribe(board, "top"|"me"|"around", {limit|radius}?, callback) -> unsubscribe()
+//       On a bucketed board the views are the player's bucket ("Buckets"; needs hello).
 //       callback(msg): the snapshot, then every push (`top`, `around`, or `rank` for "me").
 //       Throws at once (err.code bad_request|invalid_id) on arguments the server would refuse;
 //       submit rejects the same way (also points_out_of_range) without sending anything.
-//   sc.on("state"|"error"|"notify"|"tournament"|"welcome"|"message", fn) -> off()
+//   sc.on("state"|"error"|"notify"|"tournament"|"league"|"welcome"|"message", fn) -> off()
+//       "league": {league, season, direction: "up"|"down", from, from_tier, to, to_tier, bucket,
+//       rank}: this player was moved at the end of a league's season (also a "notify", kind league).
 //       "tournament": {board, season, event: "started"|"ending_soon"|"ended", start_ms?, end_ms?,
 //       total?, standings?, rank?} for a board this client has a view of (`rank`: the player's
 //       final rank, with `ended`).
@@ -229,6 +236,21 @@ export class Scorecast {
       player: m.player,
       joined_ms: m.joined_ms,
     }));
+  }
+
+  async league(league) {
+    if (!this._token) throw new ScorecastError("unauthorized", "league() needs a token: hello first");
+    const url = new URL(`/v1/leagues/${encodeURIComponent(league)}/me`, this.url);
+    url.protocol = url.protocol === "wss:" ? "https:" : "http:";
+    const res = await fetch(url, { headers: { authorization: `Bearer ${this._token}` } });
+    const body = await res.json().catch(() => null);
+    if (!res.ok) {
+      const err = body?.error ?? {};
+      throw new ScorecastError(err.code ?? `http_${res.status}`, err.message ?? res.statusText, {
+        status: res.status,
+      });
+    }
+    return body;
   }
 
   submitProof(board, run, proofBytes) {
@@ -450,6 +472,7 @@ export class Scorecast {
       case "around":
         return this._onView(msg);
       case "notify":
+        if (msg.kind === "league") this._emit("league", msg.payload);
         return this._emit("notify", msg);
       case "tournament":
         return this._emit("tournament", msg);

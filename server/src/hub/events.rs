@@ -6,11 +6,20 @@
 //! `null` = not on the board), `{"board", "season", "seq", "rollover": true}` when a season
 //! ended, `{"board", "season", "seq", "tournament": {...}}` for a tournament event (no score
 //! changed; pushed as it comes to every session with a view of the board).
+//!
+//! A bucketed board's changes also carry `bucket`, `bucket_rank` and `bucket_previous_rank`
+//! (moderation's only `bucket`): each bucket's views are kept in a cell of their own
+//! (`Id::cell`), which gets the changes of its bucket with the bucket's ranks as `rank` and
+//! `previous_rank` (a change without them makes the cell read everything again); an event that
+//! names no player (a new season, a tournament's) goes to every bucket cell of the board.
 
 use scorecast_shared::{Entry, Id, ServerMsg};
 use serde::Deserialize;
 
-use super::board::Board;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::board::{Board, BoardCell};
 use super::derive::Move;
 use super::Inner;
 
@@ -56,6 +65,13 @@ pub(super) struct Change {
     /// The display name the submission recorded (absent: none given).
     #[serde(default)]
     pub name: Option<String>,
+    /// A bucketed board: the player's bucket, and their ranks in it.
+    #[serde(default)]
+    pub bucket: Option<u32>,
+    #[serde(default)]
+    pub bucket_rank: Option<u64>,
+    #[serde(default)]
+    pub bucket_previous_rank: Option<u64>,
 }
 
 impl Change {
@@ -75,20 +91,85 @@ impl Inner {
     /// An event arrived for `board` (the channel's name, unchecked).
     pub(super) fn on_event(&self, board: &str, payload: &[u8]) {
         let Ok(board) = Id::parse(board) else { return };
-        let Some(cell) = self.cell(&board) else {
+        let ev = serde_json::from_slice::<Event>(payload);
+        if let Some(cell) = self.cell(&board) {
+            let mut b = cell.lock();
+            match &ev {
+                Ok(Event {
+                    season,
+                    tournament: Some(t),
+                    ..
+                }) => b.push_tournament(&board, season, t),
+                Ok(ev) => b.note_event(&board, ev),
+                Err(_) => {
+                    tracing::warn!(%board, "unreadable change event; recomputing the board's views");
+                    b.mark_all_dirty();
+                }
+            }
+        }
+        if let Ok(ev) = &ev {
+            self.to_buckets(&board, ev);
+        }
+    }
+
+    /// Hands a bucketed board's event to its buckets' cells (see the module's doc).
+    fn to_buckets(&self, board: &Id, ev: &Event) {
+        if ev.changes.is_empty() {
+            let cells: Vec<Arc<BoardCell>> = self
+                .lock()
+                .boards
+                .iter()
+                .filter(|(k, _)| k.cell_parts().is_some() && k.board_part() == board.as_str())
+                .map(|(_, c)| c.clone())
+                .collect();
+            for cell in cells {
+                let mut b = cell.lock();
+                match &ev.tournament {
+                    Some(t) => b.push_tournament(board, &ev.season, t),
+                    None => b.note_event(board, ev),
+                }
+            }
+            return;
+        }
+        if ev.changes.iter().all(|c| c.bucket.is_none()) {
+            return;
+        }
+        let Ok(season) = Id::parse(&ev.season) else {
             return;
         };
-        let ev = serde_json::from_slice::<Event>(payload);
-        let mut b = cell.lock();
-        match ev {
-            Ok(Event {
-                season,
-                tournament: Some(t),
-                ..
-            }) => b.push_tournament(&board, &season, &t),
-            Ok(ev) => b.note_event(&board, &ev),
-            Err(_) => {
-                tracing::warn!(%board, "unreadable change event; recomputing the board's views");
+        let mut by_bucket: BTreeMap<u32, Vec<Change>> = BTreeMap::new();
+        for c in &ev.changes {
+            let Some(n) = c.bucket else { continue };
+            by_bucket.entry(n).or_default().push(Change {
+                player: c.player.clone(),
+                score: c.score,
+                rank: c.bucket_rank,
+                previous_rank: c.bucket_previous_rank,
+                name: c.name.clone(),
+                bucket: c.bucket,
+                bucket_rank: c.bucket_rank,
+                bucket_previous_rank: c.bucket_previous_rank,
+            });
+        }
+        for (n, changes) in by_bucket {
+            let Some(cell) = self.cell(&Id::cell(board, &season, n)) else {
+                continue;
+            };
+            // A change without its ranks in the bucket (moderation's): read everything again.
+            let exact = changes
+                .iter()
+                .all(|c| c.bucket_rank.is_some() || c.bucket_previous_rank.is_some());
+            let bucket_ev = Event {
+                season: ev.season.clone(),
+                seq: ev.seq,
+                changes,
+                rollover: false,
+                tournament: None,
+            };
+            let mut b = cell.lock();
+            b.note_event(board, &bucket_ev);
+            if !exact {
+                b.forget_standings();
                 b.mark_all_dirty();
             }
         }

@@ -10,7 +10,17 @@ impl Listener for Inner {
     fn wanted(&self) -> Wanted {
         let st = self.lock();
         Wanted {
-            boards: st.boards.keys().cloned().collect(),
+            // A bucket's cell (`Id::cell`) wants its board's events.
+            boards: st
+                .boards
+                .keys()
+                .map(|b| {
+                    b.cell_parts()
+                        .map_or_else(|| b.clone(), |(board, _, _)| board)
+                })
+                .collect::<std::collections::HashSet<Id>>()
+                .into_iter()
+                .collect(),
             players: st.players.keys().cloned().collect(),
         }
     }

@@ -135,20 +135,47 @@ impl Member {
         async move { super::subscribe::subscribe(&inner, id, &outbox, &board, view, player).await }
     }
 
-    /// Stops a view (no-op if it was not subscribed).
+    /// Stops a view (no-op if it was not subscribed). On a bucketed board the view is kept in
+    /// its bucket's cell ([`Id::cell`]): whichever cell of `board` holds it.
     pub fn unsubscribe(&self, board: &Id, kind: ViewKind) {
-        let inner = &self.hub.inner;
-        let key = (board.clone(), kind);
-        let mut st = inner.lock();
-        if let Some(s) = st.sessions.get_mut(&self.id) {
-            s.views.retain(|v| *v != key);
+        self.hub
+            .inner
+            .unsubscribe_where(self.id, &self.outbox, kind, |cell| {
+                cell.board_part() == board.as_str()
+            });
+    }
+}
+
+impl Inner {
+    /// Stops the session's views of `kind` held in the cells `which` picks.
+    pub(super) fn unsubscribe_where(
+        &self,
+        session: SessionId,
+        outbox: &Outbox,
+        kind: ViewKind,
+        which: impl Fn(&Id) -> bool,
+    ) {
+        let mut st = self.lock();
+        let mut slots = Vec::new();
+        if let Some(s) = st.sessions.get_mut(&session) {
+            s.views.retain(|v| {
+                let hit = v.1 == kind && which(&v.0);
+                if hit {
+                    slots.push(v.clone());
+                }
+                !hit
+            });
         }
-        if let Some(cell) = st.boards.get(board).cloned() {
-            cell.lock().remove_sub(&(self.id, kind));
-            inner.forget_board_if_unwatched(&mut st, board);
+        for slot in &slots {
+            if let Some(cell) = st.boards.get(&slot.0).cloned() {
+                cell.lock().remove_sub(&(session, kind));
+                self.forget_board_if_unwatched(&mut st, &slot.0);
+            }
         }
         drop(st);
-        self.outbox.drop_view(&key);
+        for slot in &slots {
+            outbox.drop_view(slot);
+        }
     }
 }
 

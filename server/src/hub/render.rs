@@ -41,7 +41,7 @@ pub(super) fn render(
             let n = (rows as usize).min(page.entries.len());
             ("top", &season, page.total, hash_entries(&page.entries[..n])).hash(&mut h);
             let msg = ServerMsg::Top {
-                board: board.to_string(),
+                board: board.board_part().to_owned(),
                 season,
                 total: page.total,
                 entries: page.entries[..n].to_vec(),
@@ -62,7 +62,7 @@ pub(super) fn render(
             };
             ("around", &season, hash_entries(&page.entries)).hash(&mut h);
             let msg = ServerMsg::Around {
-                board: board.to_string(),
+                board: board.board_part().to_owned(),
                 season,
                 entries: page.entries.clone(),
                 seq: page.seq,
@@ -103,10 +103,11 @@ pub(super) fn render_me(
     resync: bool,
 ) -> Built {
     let hash = foldhash::fast::FixedState::with_seed(0).hash_one((season, st.score, st.rank));
-    let mut out =
-        String::with_capacity(96 + board.as_str().len() + season.len() + player.as_str().len());
+    // A bucket's cell (`Id::cell`) renders its board's id.
+    let board = board.board_part();
+    let mut out = String::with_capacity(96 + board.len() + season.len() + player.as_str().len());
     out.push_str(r#"{"type":"rank","board":"#);
-    json_str(&mut out, board.as_str());
+    json_str(&mut out, board);
     out.push_str(r#","season":"#);
     json_str(&mut out, season);
     out.push_str(r#","player":"#);

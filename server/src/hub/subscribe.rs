@@ -37,17 +37,26 @@ pub(super) async fn subscribe(
         )
     })?;
     let key = (session, view.kind());
-    let gen = register(inner, key, outbox, board, view, player)?;
+    // A bucketed board's views live in the cell of the player's bucket (`Id::cell`), which the
+    // store reads as that bucket; the view the session had of this kind in another cell of the
+    // board (another bucket, or a season ago) is replaced, as one in the same cell is.
+    let cell = inner.store.view_cell(board, player.as_ref()).await?;
+    if cell != *board {
+        inner.unsubscribe_where(session, outbox, key.1, |c| {
+            c != &cell && c.board_part() == board.as_str()
+        });
+    }
+    let gen = register(inner, key, outbox, &cell, view, player)?;
     inner.broker.wait_board(board, SUBSCRIBE_CONFIRM_WAIT).await;
     let rows = plan::rows(view);
-    let page = inner.store.read(board, None, want.read(rows)).await;
+    let page = inner.store.read(&cell, None, want.read(rows)).await;
     let sub = Registered {
         key,
         gen,
         want,
         rows,
     };
-    inner.queue_snapshot(board, &sub, outbox, page)
+    inner.queue_snapshot(&cell, &sub, outbox, page)
 }
 
 /// A subscription registered and waiting for its snapshot.

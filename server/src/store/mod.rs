@@ -427,7 +427,12 @@ impl Store {
         Ok(names)
     }
 
+    /// A board's config (`board` may be an [`Id::cell`] key: its board's).
     pub async fn board(&self, board: &Id) -> AppResult<BoardConfig> {
+        let board = &match board.cell_parts() {
+            Some((b, _, _)) => b,
+            None => board.clone(),
+        };
         let mut c = self.conn.clone();
         let raw: Option<String> = c.get(keys::config(board)).await?;
         let raw =
@@ -511,9 +516,39 @@ impl Store {
     }
 
     /// Reads a board (`season`: `None` = current) through `lua/read.lua`; on a bucketed board
-    /// each named player within their own bucket ([`Scope::Own`]).
+    /// each named player within their own bucket ([`Scope::Own`]). `board` may be the hub's key
+    /// of one bucket's views ([`Id::cell`]): that bucket of that season is read.
     pub async fn read(&self, board: &Id, season: Option<&Id>, what: Read<'_>) -> AppResult<Page> {
+        if let Some((board, season, n)) = board.cell_parts() {
+            let scope = Scope::Bucket(n);
+            return Ok(self.read_in(&board, Some(&season), scope, what).await?.0);
+        }
         Ok(self.read_in(board, season, Scope::Own, what).await?.0)
+    }
+
+    /// Where the live views of `player` (`None`: a spectator) on `board` are kept: the board
+    /// itself, or on a bucketed board the player's bucket in the current season
+    /// ([`Id::cell`]). A player without a bucket there is `not_found`, a spectator of a
+    /// bucketed board `bad_request` (from `lua/read.lua`).
+    pub async fn view_cell(&self, board: &Id, player: Option<&Id>) -> AppResult<Id> {
+        let (page, bucket) = match player {
+            Some(p) => {
+                self.read_in(board, None, Scope::Own, Read::Player(p))
+                    .await?
+            }
+            None => {
+                let head = Read::Top {
+                    offset: 0,
+                    limit: 0,
+                };
+                self.read_in(board, None, Scope::Own, head).await?
+            }
+        };
+        if bucket == 0 {
+            return Ok(board.clone());
+        }
+        let season = Id::parse(&page.season).map_err(|_| reply::bad("season"))?;
+        Ok(Id::cell(board, &season, bucket))
     }
 
     /// [`Store::read`] of the ladder `scope` names; with the bucket read (0: the whole board,
@@ -566,10 +601,18 @@ impl Store {
 
     /// Every `around` view of a flush in one `lua/read.lua` call (mode `arounds`): one page per
     /// (player, radius), in order, all at the same `seq`.
+    /// `board` may be an [`Id::cell`] key: the windows are read within that bucket and season.
     pub async fn read_arounds(&self, board: &Id, views: &[(&Id, u64)]) -> AppResult<Vec<Page>> {
         let mut c = self.conn.clone();
-        let mut inv = scripts::READ.key(keys::config(board));
-        inv.arg("arounds").arg("").arg(self.clock.arg()).arg("");
+        let (season, scope, board) = match board.cell_parts() {
+            Some((b, season, n)) => (season.into_string(), n.to_string(), b),
+            None => (String::new(), String::new(), board.clone()),
+        };
+        let mut inv = scripts::READ.key(keys::config(&board));
+        inv.arg("arounds")
+            .arg(season)
+            .arg(self.clock.arg())
+            .arg(scope);
         for (p, r) in views {
             inv.arg(p.as_str()).arg(*r);
         }
