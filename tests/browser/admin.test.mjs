@@ -536,6 +536,9 @@ describe("admin console", { timeout: 240_000 }, () => {
 
         await page.click(`#boards tr[data-board="${board}"] button[data-action="watch"]`);
         await page.waitForSelector('#buckets-summary[data-count="22"]');
+        // The live top of a bucketed board is the whole board's (ranks over every bucket).
+        await page.waitForFunction(() => document.querySelectorAll("#top-rows tr[data-player]").length === 20);
+        assert.deepEqual(await page.$eval("#top-rows tr[data-player]", (tr) => [tr.dataset.player, tr.children[0].textContent]), ["q42", "#1"]);
         assert.equal(await page.textContent("#buckets-summary"), "22 buckets of up to 2 in season all; bucket 22 is filling (1 placed).");
         const listed = () => page.$$eval("#bucket-rows tr[data-bucket]", (t) => t.map((tr) => [tr.dataset.bucket, tr.children[1].textContent]));
         const first = await listed();
@@ -568,6 +571,8 @@ describe("admin console", { timeout: 240_000 }, () => {
         await page.waitForSelector('#buckets-summary[data-count="23"]', { timeout: 10_000 });
         await page.waitForFunction(() => document.querySelectorAll("#bucket-top-rows tr[data-player]").length === 2, null, { timeout: 10_000 });
         assert.deepEqual(await bucketTop(), ["#1q43500", "#2q42142"]);
+        await page.waitForFunction(() => document.querySelector("#top-rows tr[data-player]")?.dataset.player === "q43", null, { timeout: 10_000 });
+        assert.equal(await page.isHidden("#top-msg"), true, "no error in the live top");
 
         assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
         if (label === "desktop") await page.locator("#buckets-panel").screenshot({ path: path.join(REPO, "docs", "admin-console-buckets.png") });

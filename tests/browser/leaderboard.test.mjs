@@ -225,6 +225,7 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       assert.equal(await page.textContent("#total"), "3 players");
       assert.equal(await page.inputValue("#bucket-picker"), "1");
       assert.equal(await page.isDisabled("#bucket-prev"), true);
+      assert.equal(await page.isHidden("#error"), true, "a spectator's bucket view says no error");
 
       await page.click("#bucket-next");
       await page.waitForFunction(() => /bucket 2$/.test(document.getElementById("season").textContent));
@@ -252,6 +253,7 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       await page.goto(`${base}/?board=${LEAGUE}`);
       await page.waitForFunction(() => /bucket 3$/.test(document.getElementById("season").textContent));
       assert.deepEqual(await players(), [["b7", "#1"]]);
+      assert.equal(await page.isHidden("#error"), true);
       assert.match(await seasonText(), /^season all, bucket 3$/);
       await page.click("#bucket-prev");
       await page.waitForFunction(() => /bucket 2$/.test(document.getElementById("season").textContent));

@@ -274,6 +274,19 @@ function watch(board) {
   showTournament(board);
   showBuckets(board);
   if (!board) return;
+  if (boardList.find((b) => b.id === board)?.bucket_size) {
+    // The WebSocket's views of a bucketed board are a player's own bucket (none for the
+    // console, a spectator): the whole board's top is read every 2 s instead.
+    $("watching").textContent = `— ${board} (every bucket, read every 2 s)`;
+    const read = () =>
+      api("GET", `/admin/boards/${board}/top?limit=${TOP_LIMIT}`)
+        .then((page) => renderTop(board, page))
+        .catch((e) => say($("top-msg"), `top: ${e.code} ${e.message}`, "error"));
+    const timer = setInterval(read, 2000);
+    read();
+    offTop = () => clearInterval(timer);
+    return;
+  }
   offTop = sc.subscribe(board, "top", { limit: TOP_LIMIT }, (m) => renderTop(board, m));
 }
 

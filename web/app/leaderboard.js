@@ -2,8 +2,8 @@
 // they change, and the signed-in player's own row pinned below when they are not in the top.
 // On a bucketed board (`bucket_size`) it shows one bucket (`&bucket=<n>`; by default the
 // signed-in player's own, else the first), ranked within it, their row pinned when below its
-// top: read over HTTP every 2 s and at once when the board's live top moves, with a picker to
-// step through the buckets.
+// top: read over HTTP every 2 s (the WebSocket's views of a bucketed board are a player's own
+// bucket only, and none for a spectator), with a picker to step through the buckets.
 
 import { Scorecast, formatAgo, formatCompact, formatRank, formatThousands, isValidId } from "../sdk/scorecast.js";
 
@@ -93,8 +93,6 @@ function selectBoard(id, pushUrl) {
   if (configs.get(id)?.bucket_size) {
     const asked = Number(new URLSearchParams(location.search).get("bucket"));
     bucket = { n: Number.isInteger(asked) && asked >= 1 ? asked : null, timer: setInterval(readBucket, BUCKET_POLL_MS) };
-    // The board's live top moving is a sign that the bucket may have: read it at once.
-    unsubscribe.push(sc.subscribe(id, "top", { limit: TOP_LIMIT }, () => readBucket()));
     readBucket();
     render();
     return;
