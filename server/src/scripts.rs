@@ -91,6 +91,10 @@ pub static RUN_START: LazyLock<Script> =
 pub static JOIN: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/join.lua")));
 pub static TOURNAMENT_INFO: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/tournament_info.lua")));
+pub static TOURNAMENT_ENTRANTS: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/tournament_entrants.lua")));
+pub static BUCKET_LIST: LazyLock<Script> =
+    LazyLock::new(|| with_lib(include_str!("../../lua/bucket_list.lua")));
 pub static LEAGUE_STANDINGS: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/league_standings.lua")));
 pub static LEAGUE_APPLY: LazyLock<Script> =

@@ -6,13 +6,20 @@
 // a player's tokens, remove a score, roll a season over and read the past season's standings,
 // delete a board — every destructive action only on its second click, every outcome said in
 // view in the panel where it was asked for, every date marked UTC, no horizontal scroll on the
-// phone. The run rewrites docs/admin-console.png (desktop) and docs/admin-console-phone.png.
+// phone; a tournament's panel followed live from scheduled through running to ended (the
+// countdown, entrants paged in join order, the rules, the final standings). The run rewrites
+// docs/admin-console.png (desktop), docs/admin-console-phone.png and
+// docs/admin-console-tournament{,-phone}.png; a bucketed board's buckets, paged, and the top of
+// any bucket (docs/admin-console-buckets.png); a league's seasons and the moves between its tiers
+// when a season ends (docs/admin-console-leagues.png).
 
 import assert from "node:assert/strict";
+import path from "node:path";
 import { after, describe, test } from "node:test";
 
 import {
   ADMIN_TOKEN,
+  REPO,
   addScore,
   admin,
   docScreenshot,
@@ -22,6 +29,7 @@ import {
   startServer,
   useStackAndBrowser,
   waitConnState,
+  waitFor,
   withDiagnostics,
 } from "./harness.mjs";
 
@@ -33,6 +41,9 @@ async function signedIn(env, viewport) {
   const page = await newPage(env.browser, { viewport });
   const res = await page.goto(`${env.stack.base}/admin`);
   assert.equal(res.status(), 200);
+  // The module's top-level await (the SDK's wasm) may outlast the load event: sign in once its
+  // form handler is attached, or the form would be submitted as a plain GET.
+  await page.waitForFunction(() => window.__admin);
   await page.fill("#token", ADMIN_TOKEN);
   await page.click("#login-form button[type=submit]");
   await page.waitForSelector("#console:not([hidden])");
@@ -100,6 +111,40 @@ function wsHelloSubmit(page, token, board, points) {
       }),
     [token, board, points],
   );
+}
+
+/**
+ * The distinct texts of the tournament's time left seen over 2.3 s (sampled every 100 ms) in
+ * which the page made no request for the board's tournament; tried up to 3 times (the panel
+ * reads the state again every 5 s).
+ */
+async function countdownAlone(page, board) {
+  let asked = 0;
+  const count = (r) => r.url().includes(`/v1/boards/${board}/tournament`) && asked++;
+  page.on("request", count);
+  try {
+    for (let i = 0; i < 3; i++) {
+      const before = asked;
+      const seen = await page.evaluate(
+        () =>
+          new Promise((resolve) => {
+            const texts = new Set();
+            const t0 = performance.now();
+            const timer = setInterval(() => {
+              texts.add(document.getElementById("t-left").textContent);
+              if (performance.now() - t0 > 2300) {
+                clearInterval(timer);
+                resolve(texts.size);
+              }
+            }, 100);
+          }),
+      );
+      if (asked === before) return seen;
+    }
+    throw new Error("the page read the tournament in each of 3 windows of 2.3 s");
+  } finally {
+    page.off("request", count);
+  }
 }
 
 describe("admin console", { timeout: 240_000 }, () => {
@@ -372,6 +417,236 @@ describe("admin console", { timeout: 240_000 }, () => {
         await page.click(del);
         await saidInView(page, "#board-msg", new RegExp(`Board ${board} deleted`));
         await page.waitForFunction((b) => !document.querySelector(`#boards tr[data-board="${b}"]`), board);
+        await page.context().close();
+      }));
+  }
+
+  for (const [label, viewport, shot] of [
+    ["desktop", DESKTOP, "admin-console-tournament"],
+    ["phone", PHONE, "admin-console-tournament-phone"],
+  ]) {
+    test(`${label} ${viewport.width}×${viewport.height}: a tournament followed live from scheduled to its final standings`, () =>
+      withDiagnostics(diag, async () => {
+        const base = env.stack.base;
+        const board = `cup-${label}`;
+        const plain = `plain-${label}`;
+        await admin(base, "PUT", `/admin/boards/${plain}`, {});
+        // An hour ahead at first, so that the page sees it scheduled however slow the machine;
+        // moved to seconds ahead once the players have joined (joining is open before the start).
+        const schedule = (start, end) =>
+          admin(base, "PUT", `/admin/boards/${board}`, {
+            reset: "never",
+            op: "best",
+            tournament: { schedule: { start_ms: start, end_ms: end }, join_required: true, max_size: 30, max_attempts: 2 },
+          });
+        const later = Date.now() + 3_600_000;
+        await schedule(later, later + 60_000);
+        const page = await signedIn(env, viewport);
+        pages.push(page);
+
+        // A board without a tournament says so.
+        await page.click(`#boards tr[data-board="${plain}"] button[data-action="watch"]`);
+        await page.waitForFunction((b) => new RegExp(`${b} has no tournament`).test(document.getElementById("tournament-empty").textContent), plain);
+        assert.equal(await page.isHidden("#tournament-facts"), true);
+
+        // The tournament before its start: scheduled, opening in seconds, its rules; no entrants.
+        await page.click(`#boards tr[data-board="${board}"] button[data-action="watch"]`);
+        await page.waitForSelector('#t-state[data-state="upcoming"]');
+        assert.equal(await page.textContent("#t-state"), "scheduled");
+        assert.match(await page.textContent("#t-left"), /^opens in (59:[0-5]\d|01:00:00) \(at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$/);
+        assert.match(await page.textContent("#t-schedule"), /UTC → .* UTC$/);
+        assert.equal(await page.textContent("#t-entrants"), "0 / 30");
+        assert.equal(await page.textContent("#t-attempts"), "2 per player");
+        assert.match(await page.textContent("#t-join"), /^required/);
+        assert.match(await page.textContent("#entrant-rows tr.empty"), /No entrants yet/);
+        // The countdown is live and counted in the page: over 2.3 s in which the page asked the
+        // server nothing about the tournament, it showed at least two different times left.
+        assert.ok((await countdownAlone(page, board)) >= 2, "the countdown moves without a request");
+
+        // 22 players join (bounded); the panel counts them within its 5 s refresh and lists
+        // them in the order they joined, 20 at first, the rest on "More entrants".
+        const players = Array.from({ length: 22 }, (_, i) => `j${String(i).padStart(2, "0")}`);
+        const tokens = {};
+        for (const p of players) {
+          tokens[p] = (await admin(base, "POST", "/admin/tokens", { player: p })).token;
+          const r = await fetch(`${base}/v1/boards/${board}/join`, { method: "POST", headers: { authorization: `Bearer ${tokens[p]}` } });
+          assert.equal(r.status, 200, await r.text());
+        }
+        await page.waitForFunction(() => document.getElementById("t-entrants").textContent === "22 / 30", null, { timeout: 10_000 });
+        await page.waitForFunction(() => document.querySelectorAll("#entrant-rows tr[data-player]").length === 20);
+        assert.deepEqual(await page.$$eval("#entrant-rows tr[data-player]", (t) => t.map((tr) => tr.dataset.player)), players.slice(0, 20));
+        assert.match(await page.textContent('#entrant-rows tr[data-player="j00"]'), /^1\s*j00\s*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\s*0$/);
+        await page.click("#entrants-more");
+        await saidInView(page, "#tournament-msg", /22 of 22 entrants shown/);
+        assert.deepEqual(await page.$$eval("#entrant-rows tr[data-player]", (t) => t.map((tr) => tr.dataset.player)), players);
+        assert.equal(await page.isHidden("#entrants-more"), true);
+
+        // Now it opens in 3 s and closes 5 s later; the panel reads the new dates by itself.
+        const start = Date.now() + 3_000;
+        const end = start + 5_000;
+        await schedule(start, end);
+        await page.waitForFunction(() => /opens in 00:0\d/.test(document.getElementById("t-left").textContent) || document.getElementById("t-state").dataset.state !== "upcoming", null, { timeout: 10_000 });
+
+        // Running: the state turns by itself at the start; two players score, their attempts show.
+        await page.waitForSelector('#t-state[data-state="running"]', { timeout: 15_000 });
+        assert.match(await page.textContent("#t-left"), /^00:0\d \(closes at .* UTC\)$/);
+        await addScore(base, board, "j05", 50);
+        await addScore(base, board, "j05", 70);
+        await addScore(base, board, "j11", 60);
+        await page.waitForFunction(() => document.querySelector('#entrant-rows tr[data-player="j05"]')?.children[3].textContent === "2", null, { timeout: 10_000 });
+        assert.equal(await page.$eval('#entrant-rows tr[data-player="j11"]', (tr) => tr.children[3].textContent), "1");
+        assert.equal(await page.isHidden("#final-box"), true, "no final standings before the end");
+
+        // Ended: the end job freezes the standings and the panel shows them, by rank.
+        await page.waitForSelector('#t-state[data-state="ended"]', { timeout: 20_000 });
+        await page.waitForSelector("#final-box:not([hidden]) #final-rows tr[data-player]", { timeout: 20_000 });
+        assert.deepEqual(await page.$$eval("#final-rows tr[data-player]", (t) => t.map((tr) => tr.dataset.player)), ["j05", "j11"]);
+        assert.match(await page.textContent('#final-rows tr[data-player="j05"]'), /^#1\s*j05\s*70$/);
+        assert.match(await page.textContent("#final-total"), /^2 players in the final standings/);
+        await page.waitForFunction(() => /final standings frozen at .* UTC/.test(document.getElementById("t-state").textContent));
+        assert.match(await page.textContent("#t-left"), /^none: closed at .* UTC$/);
+
+        assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
+        // The docs show the panel itself.
+        await page.locator("#tournament-panel").screenshot({ path: path.join(REPO, "docs", `${shot}.png`) });
+        await page.context().close();
+      }));
+  }
+
+  for (const [label, viewport] of [
+    ["desktop", DESKTOP],
+    ["phone", PHONE],
+  ]) {
+    test(`${label} ${viewport.width}×${viewport.height}: a bucketed board's buckets, paged, and the top of one`, () =>
+      withDiagnostics(diag, async () => {
+        const base = env.stack.base;
+        const board = `lg-${label}`;
+        const plain = `lgplain-${label}`;
+        await admin(base, "PUT", `/admin/boards/${plain}`, {});
+        await admin(base, "PUT", `/admin/boards/${board}`, { op: "best", bucket_size: 2, submit_limit: null });
+        // 43 players in order: buckets 1–21 of two, bucket 22 holding q42 (bounded loop).
+        const ids = Array.from({ length: 43 }, (_, i) => `q${String(i).padStart(2, "0")}`);
+        for (const [i, p] of ids.entries()) await addScore(base, board, p, 100 + i);
+        const page = await signedIn(env, viewport);
+        pages.push(page);
+
+        await page.click(`#boards tr[data-board="${plain}"] button[data-action="watch"]`);
+        await page.waitForFunction((b) => new RegExp(`${b} has no buckets`).test(document.getElementById("buckets-empty").textContent), plain);
+        assert.equal(await page.isHidden("#buckets-box"), true);
+
+        await page.click(`#boards tr[data-board="${board}"] button[data-action="watch"]`);
+        await page.waitForSelector('#buckets-summary[data-count="22"]');
+        // The live top of a bucketed board is the whole board's (ranks over every bucket).
+        await page.waitForFunction(() => document.querySelectorAll("#top-rows tr[data-player]").length === 20);
+        assert.deepEqual(await page.$eval("#top-rows tr[data-player]", (tr) => [tr.dataset.player, tr.children[0].textContent]), ["q42", "#1"]);
+        assert.equal(await page.textContent("#buckets-summary"), "22 buckets of up to 2 in season all; bucket 22 is filling (1 placed).");
+        const listed = () => page.$$eval("#bucket-rows tr[data-bucket]", (t) => t.map((tr) => [tr.dataset.bucket, tr.children[1].textContent]));
+        const first = await listed();
+        assert.equal(first.length, 20);
+        assert.deepEqual(first[0], ["1", "2"]);
+        await page.click("#buckets-more");
+        await saidInView(page, "#buckets-msg", /22 of 22 buckets shown/);
+        assert.deepEqual((await listed()).slice(19), [["20", "2"], ["21", "2"], ["22", "1"]]);
+        assert.equal(await page.isHidden("#buckets-more"), true);
+
+        // The top of bucket 2, ranked within it.
+        await page.click('#bucket-rows tr[data-bucket="2"] button[data-action="bucket-top"]');
+        await page.waitForSelector('#bucket-top-box[data-bucket="2"]:not([hidden])');
+        await saidInView(page, "#buckets-msg", /Bucket 2: 2 players with a score/);
+        const bucketTop = () => page.$$eval("#bucket-top-rows tr[data-player]", (t) => t.map((tr) => tr.textContent));
+        assert.deepEqual(await bucketTop(), ["#1q03103", "#2q02102"]);
+
+        // A bucket that does not exist is said so where it was asked for, and the view stays.
+        await page.fill("#bucket-n", "23");
+        await page.click("#bucket-form button[type=submit]");
+        await saidInView(page, "#buckets-msg", /Pick a bucket from 1 to 22/);
+        assert.equal(await page.getAttribute("#bucket-top-box", "data-bucket"), "2");
+        // By number: bucket 22, and then it fills and bucket 23 opens, shown by the 5 s refresh.
+        await page.fill("#bucket-n", "22");
+        await page.click("#bucket-form button[type=submit]");
+        await page.waitForSelector('#bucket-top-box[data-bucket="22"]');
+        assert.deepEqual(await bucketTop(), ["#1q42142"]);
+        await addScore(base, board, "q43", 500);
+        await addScore(base, board, "q44", 1);
+        await page.waitForSelector('#buckets-summary[data-count="23"]', { timeout: 10_000 });
+        await page.waitForFunction(() => document.querySelectorAll("#bucket-top-rows tr[data-player]").length === 2, null, { timeout: 10_000 });
+        assert.deepEqual(await bucketTop(), ["#1q43500", "#2q42142"]);
+        await page.waitForFunction(() => document.querySelector("#top-rows tr[data-player]")?.dataset.player === "q43", null, { timeout: 10_000 });
+        assert.equal(await page.isHidden("#top-msg"), true, "no error in the live top");
+
+        assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
+        if (label === "desktop") await page.locator("#buckets-panel").screenshot({ path: path.join(REPO, "docs", "admin-console-buckets.png") });
+        await page.context().close();
+      }));
+  }
+
+  for (const [label, viewport] of [
+    ["desktop", DESKTOP],
+    ["phone", PHONE],
+  ]) {
+    test(`${label} ${viewport.width}×${viewport.height}: a league's seasons and the moves between its tiers at a season's end`, () =>
+      withDiagnostics(diag, async () => {
+        const base = env.stack.base;
+        const id = `wk-${label}`;
+        const [bronze, silver, gold] = ["bz", "sv", "gd"].map((t) => `${t}-${label}`);
+        await admin(base, "PUT", `/admin/leagues/${id}`, {
+          tiers: [bronze, silver, gold],
+          bucket_size: 3,
+          promote: 1,
+          relegate: 1,
+          reset: "daily",
+          board: { op: "best", submit_limit: null },
+        });
+        // Four new players on the lowest tier: bucket 1 holds a1–a3, bucket 2 a4.
+        for (const [p, pts] of [["a1", 10], ["a2", 30], ["a3", 20], ["a4", 5]]) await addScore(base, bronze, `${p}-${label}`, pts);
+        const { seasons } = await admin(base, "GET", `/v1/boards/${bronze}/seasons`);
+        const season = seasons.find((s) => s.current).season;
+        const page = await signedIn(env, viewport);
+        pages.push(page);
+
+        await page.waitForSelector(`#league-rows tr[data-league="${id}"]`);
+        assert.match(await page.textContent(`#league-rows tr[data-league="${id}"]`), new RegExp(`${bronze} → ${silver} → ${gold}\\s*daily; buckets of 3; top 1 up, last 1 down`));
+        await page.click(`#league-rows tr[data-league="${id}"] button[data-action="league-seasons"]`);
+        await page.waitForSelector(`#league-season-rows tr[data-season="${season}"]`);
+        assert.match(await page.textContent(`#league-season-rows tr[data-season="${season}"]`), /\(current\)\s*\d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+        // Before the season's end: no moves, said so where the operator asked.
+        await page.click(`#league-season-rows tr[data-season="${season}"] button[data-action="league-moves"]`);
+        await saidInView(page, "#leagues-msg", new RegExp(`No moves for season ${season} of ${id} yet`));
+        assert.equal(await page.isHidden("#moves-box"), true);
+
+        // The season's end: its league.close job, run now through Scorecast's own queue as the
+        // calendar would run it at midnight (UTC).
+        await admin(base, "POST", "/admin/queues/scorecast/jobs", {
+          id: `league-close-now-${label}`,
+          kind: "league.close",
+          payload: { league: id, season, end_ms: Date.now() },
+          max_attempts: 1,
+        });
+        await waitFor(
+          async () => {
+            const r = await fetch(`${base}/admin/leagues/${id}/moves?season=${season}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+            return r.ok && (await r.json()).closed_ms;
+          },
+          { timeoutMs: 20_000, what: "the league's moves applied" },
+        );
+        await page.click(`#league-season-rows tr[data-season="${season}"] button[data-action="league-moves"]`);
+        await saidInView(page, "#leagues-msg", new RegExp(`Season ${season} of ${id}: 2 moves`));
+        assert.match(await page.textContent("#moves-summary"), new RegExp(`^2 moves, applied to every tier at .* UTC\\. ${bronze}: 2 up, 0 down; ${silver}: 0 up, 0 down; ${gold}: 0 up, 0 down\\.$`));
+        const moved = () => page.$$eval("#move-rows tr[data-player]", (t) => t.map((tr) => [...tr.children].map((td) => td.textContent)));
+        // The first of each bucket moves up: a2 (bucket 1's first), a4 (alone in bucket 2).
+        assert.deepEqual(await moved(), [
+          [`a2-${label}`, `↑ ${bronze} → ${silver}`, "#1", "#1"],
+          [`a4-${label}`, `↑ ${bronze} → ${silver}`, "#2", "#1"],
+        ]);
+        // One tier's movements: silver received both; gold saw none.
+        await page.selectOption("#moves-tier", "1");
+        assert.equal((await moved()).length, 2);
+        await page.selectOption("#moves-tier", "2");
+        assert.match(await page.textContent("#move-rows tr.empty"), new RegExp(`Nobody left or reached ${gold}`));
+        await page.selectOption("#moves-tier", "");
+
+        assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
+        if (label === "desktop") await page.locator("#leagues-panel").screenshot({ path: path.join(REPO, "docs", "admin-console-leagues.png") });
         await page.context().close();
       }));
   }

@@ -1,11 +1,14 @@
 // The live leaderboard page (`/?board=demo`) in headless Chromium: it shows the top, and scores
-// submitted by another client (admin HTTP) appear live with the right score, rank and highlight.
+// submitted by another client (admin HTTP) appear live with the right score, rank and highlight;
+// on a bucketed board it shows one bucket, ranked within it, live, steps through the buckets and
+// opens on the signed-in player's own, pinning their row when it is below the bucket's top.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import {
   addScore,
+  admin,
   get,
   newPage,
   putBoard,
@@ -198,6 +201,95 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       assert.ok(await p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
       await screenshot(p, "leaderboard-7-phone");
       await p.context().close();
+    }));
+
+  /// A bucketed board: the page shows bucket 1 (no one signed in), ranked within it; the arrows
+  /// and the picker step through the buckets (the URL says which; an empty one says so); a score
+  /// shows live; a signed-in player's page opens on their own bucket, their row pinned (rank in
+  /// the bucket) when below its top 20.
+  test("a bucketed board shows one bucket, live, and the signed-in player's own", () =>
+    withDiagnostics(diag, async () => {
+      const base = env.stack.base;
+      const LEAGUE = "league";
+      await putBoard(base, LEAGUE, { op: "best", bucket_size: 3, submit_limit: null });
+      // Buckets of three in the order of first scores: b1–b3, b4–b6, b7.
+      for (let i = 1; i <= 7; i++) await addScore(base, LEAGUE, `b${i}`, 10 * i);
+      const players = () => page.$$eval("#rows tr[data-player]", (t) => t.map((tr) => [tr.dataset.player, tr.querySelector(".rank").textContent]));
+      const seasonText = () => page.textContent("#season");
+
+      page = await newPage(env.browser);
+      await page.goto(`${base}/?board=${LEAGUE}`);
+      await waitConnState(page, "open");
+      await page.waitForFunction(() => /bucket 1$/.test(document.getElementById("season").textContent));
+      assert.deepEqual(await players(), [["b3", "#1"], ["b2", "#2"], ["b1", "#3"]]);
+      assert.equal(await page.textContent("#total"), "3 players");
+      assert.equal(await page.inputValue("#bucket-picker"), "1");
+      assert.equal(await page.isDisabled("#bucket-prev"), true);
+      assert.equal(await page.isHidden("#error"), true, "a spectator's bucket view says no error");
+
+      await page.click("#bucket-next");
+      await page.waitForFunction(() => /bucket 2$/.test(document.getElementById("season").textContent));
+      assert.deepEqual(await players(), [["b6", "#1"], ["b5", "#2"], ["b4", "#3"]]);
+      assert.match(page.url(), /[?&]bucket=2$/);
+      // Live: b4 takes the lead of bucket 2.
+      await addScore(base, LEAGUE, "b4", 1000);
+      await waitRow("b4", 1000, "#1");
+      assert.deepEqual(await players(), [["b4", "#1"], ["b6", "#2"], ["b5", "#3"]]);
+
+      // By number; a bucket nobody is in says so.
+      await page.fill("#bucket-picker", "9");
+      await page.press("#bucket-picker", "Enter");
+      await page.waitForFunction(() => !document.getElementById("bucket-empty").hidden);
+      assert.equal(await page.textContent("#bucket-empty"), "No scores in bucket 9 yet.");
+      assert.equal(await page.$$eval("#rows tr[data-player]", (t) => t.length), 0);
+      assert.equal(await page.isHidden("#empty"), true);
+
+      // Signed in as b7: the page opens on b7's bucket (3), whatever bucket was shown before.
+      const { token } = await admin(base, "POST", "/admin/tokens", { player: "b7" });
+      await page.evaluate((t) => {
+        localStorage.setItem("scorecast.token", t);
+        localStorage.setItem("scorecast.player", "b7");
+      }, token);
+      await page.goto(`${base}/?board=${LEAGUE}`);
+      await page.waitForFunction(() => /bucket 3$/.test(document.getElementById("season").textContent));
+      assert.deepEqual(await players(), [["b7", "#1"]]);
+      assert.equal(await page.isHidden("#error"), true);
+      assert.match(await seasonText(), /^season all, bucket 3$/);
+      await page.click("#bucket-prev");
+      await page.waitForFunction(() => /bucket 2$/.test(document.getElementById("season").textContent));
+      // Away from it, "My bucket" leads back.
+      await page.click("#bucket-mine");
+      await page.waitForFunction(() => /bucket 3$/.test(document.getElementById("season").textContent));
+      assert.equal(await page.isHidden("#bucket-mine"), true);
+      // On a phone the picker fits: no horizontal scroll.
+      await page.setViewportSize({ width: 390, height: 844 });
+      assert.equal(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 0);
+      assert.equal(await page.isVisible("#bucket-next"), true);
+
+      // Ranked below the top 20 of their own bucket, the signed-in player's row is pinned with
+      // their rank within it.
+      await putBoard(base, "bigleague", { op: "best", bucket_size: 30, submit_limit: null });
+      for (let i = 1; i <= 24; i++) await addScore(base, "bigleague", `c${String(i).padStart(2, "0")}`, 100 + i);
+      const { token: lowToken } = await admin(base, "POST", "/admin/tokens", { player: "low" });
+      await addScore(base, "bigleague", "low", 1);
+      await page.evaluate((t) => {
+        localStorage.setItem("scorecast.token", t);
+        localStorage.setItem("scorecast.player", "low");
+      }, lowToken);
+      await page.goto(`${base}/?board=bigleague`);
+      await page.waitForFunction(() => {
+        const tr = document.querySelector('#me-pin tr[data-player="low"]');
+        return tr && tr.querySelector(".rank").textContent === "#25";
+      });
+      assert.equal(await page.$$eval("#rows tr[data-player]", (t) => t.length), 20);
+
+      // A board without buckets shows no picker.
+      await putBoard(base, "unbucketed", {});
+      await addScore(base, "unbucketed", "u1", 1);
+      await page.goto(`${base}/?board=unbucketed`);
+      await page.waitForSelector("#rows tr[data-player]");
+      assert.equal(await page.isHidden("#bucket-bar"), true);
+      await page.context().close();
     }));
 
   test("an unknown board says so", () =>

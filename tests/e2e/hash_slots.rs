@@ -140,6 +140,8 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     state.store.end_tournament(&id("t"), None).await.unwrap();
     let (s, body) = call(Method::GET, "/v1/boards/t/final", None).await;
     assert_eq!(s, 200, "{body}");
+    let (s, body) = call(Method::GET, "/admin/boards/t/tournament/entrants", None).await;
+    assert_eq!(s, 200, "{body}");
     // Buckets: placed by submit, read within a bucket, mirrored by remove, kept by a rollover.
     let (s, body) = call(
         Method::PUT,
@@ -163,6 +165,8 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
         let (s, body) = call(Method::GET, path, None).await;
         assert_eq!(s, 200, "{path}: {body}");
     }
+    let (s, body) = call(Method::GET, "/admin/boards/k/buckets", None).await;
+    assert_eq!(s, 200, "{body}");
     let (s, _) = call(Method::DELETE, "/admin/boards/k/players/bob", None).await;
     assert_eq!(s, 204);
     for season in ["k2", "k3"] {

@@ -6,6 +6,7 @@ mod bans;
 mod board_delete;
 mod boards;
 mod broker;
+mod bucket_list;
 mod buckets;
 mod cluster;
 mod cluster_pubsub;

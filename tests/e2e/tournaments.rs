@@ -772,3 +772,166 @@ async fn an_end_job_retried_after_a_crash_past_the_freeze_rewards_the_frozen_sta
     let fin = app.get("/v1/boards/cup/final").await;
     assert_eq!(fin.body["total"], 3, "{:?}", fin.body);
 }
+
+/// The operator's list of entrants: every player who entered, in the order they entered, with
+/// when, the attempts they made and the name their token carried; paged by offset and limit,
+/// and a past occurrence by `season`.
+#[tokio::test]
+async fn the_entrants_are_listed_in_join_order_with_their_attempts() {
+    let app = app().await;
+    app.board("cup", tourney(json!({"join_required": true})))
+        .await;
+    for (i, p) in ["kim", "lee", "max"].into_iter().enumerate() {
+        app.clock.set(T0 + i as i64 * 1000);
+        assert_eq!(join(&app, "cup", p).await.status, 200);
+    }
+    app.clock.set(START);
+    let mut kim = WsClient::connect(&app.ws_url()).await;
+    kim.hello(&app.token("kim", Some("Kim K"))).await;
+    for (id, pts) in [("k1", 3), ("k2", 4)] {
+        let a = kim.submit(id, "cup", pts).await;
+        assert_eq!(a["type"], "ack", "{a}");
+    }
+    let r = submit(&app, "cup", "max", "m1", 9).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+
+    let r = app
+        .call(
+            Method::GET,
+            "/admin/boards/cup/tournament/entrants",
+            None,
+            true,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(
+        r.body,
+        json!({"board": "cup", "season": "all", "total": 3, "entries": [
+            {"player": "kim", "joined_ms": T0, "attempts": 2, "name": "Kim K"},
+            {"player": "lee", "joined_ms": T0 + 1000, "attempts": 0},
+            {"player": "max", "joined_ms": T0 + 2000, "attempts": 1},
+        ]})
+    );
+    let page = app
+        .call(
+            Method::GET,
+            "/admin/boards/cup/tournament/entrants?offset=1&limit=1",
+            None,
+            true,
+        )
+        .await;
+    assert_eq!(page.body["total"], 3, "{:?}", page.body);
+    assert_eq!(page.body["entries"], json!([r.body["entries"][1]]));
+
+    // A new occurrence started by hand has no entrants yet; the past one stays readable.
+    assert_eq!(app.rollover("cup", "second").await.status, 200);
+    let now = app
+        .call(
+            Method::GET,
+            "/admin/boards/cup/tournament/entrants",
+            None,
+            true,
+        )
+        .await;
+    assert_eq!(
+        (now.body["season"].clone(), now.body["total"].clone()),
+        (json!("second"), json!(0)),
+        "{:?}",
+        now.body
+    );
+    assert_eq!(now.body["entries"], json!([]));
+    let past = app
+        .call(
+            Method::GET,
+            "/admin/boards/cup/tournament/entrants?season=all",
+            None,
+            true,
+        )
+        .await;
+    assert_eq!(past.body, r.body);
+}
+
+/// Each bad request for the entrants is refused with its code and status, and changes no key.
+#[tokio::test]
+async fn bad_entrants_requests_are_refused_with_their_code_and_change_nothing() {
+    let app = app().await;
+    app.board("cup", tourney(json!({}))).await;
+    app.board("plain", json!({})).await;
+    assert_eq!(join(&app, "cup", "kim").await.status, 200);
+    let before = app.dump().await;
+    for (path, status, code) in [
+        (
+            "/admin/boards/cup/tournament/entrants?limit=0",
+            400,
+            "bad_request",
+        ),
+        (
+            "/admin/boards/cup/tournament/entrants?limit=1001",
+            400,
+            "bad_request",
+        ),
+        (
+            "/admin/boards/cup/tournament/entrants?offset=4294967296",
+            400,
+            "bad_request",
+        ),
+        (
+            "/admin/boards/cup/tournament/entrants?limit=x",
+            400,
+            "bad_request",
+        ),
+        (
+            "/admin/boards/cup/tournament/entrants?season=..",
+            400,
+            "invalid_id",
+        ),
+        (
+            "/admin/boards/cup/tournament/entrants?page=2",
+            400,
+            "bad_request",
+        ),
+        (
+            "/admin/boards/cup/tournament/entrants?season=nope",
+            404,
+            "unknown_season",
+        ),
+        ("/admin/boards/plain/tournament/entrants", 404, "not_found"),
+        (
+            "/admin/boards/nope/tournament/entrants",
+            404,
+            "unknown_board",
+        ),
+    ] {
+        let r = app.call(Method::GET, path, None, true).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (status, code),
+            "{path}: {:?}",
+            r.body
+        );
+    }
+    let r = app
+        .call(
+            Method::GET,
+            "/admin/boards/cup/tournament/entrants",
+            None,
+            false,
+        )
+        .await;
+    assert_eq!(r.status, 401, "{:?}", r.body);
+    let token = app.token("kim", None);
+    let r = app
+        .call_as(
+            Some(&token),
+            Method::GET,
+            "/admin/boards/cup/tournament/entrants",
+            None,
+        )
+        .await;
+    assert_eq!(
+        r.status, 401,
+        "a player token is no admin key: {:?}",
+        r.body
+    );
+    assert_eq!(app.dump().await, before);
+}

@@ -1,5 +1,7 @@
 // The admin console (`/admin`): boards (create, edit, delete), a live top view with per-row
-// "remove score" / "ban" / "revoke tokens", any player of the watched board found by id or name,
+// "remove score" / "ban" / "revoke tokens", the watched board's tournament (state, a live
+// countdown, entrants, rules, final standings), a bucketed board's buckets and the top of any
+// of them, the leagues with each season's moves between tiers, any player of the watched board found by id or name,
 // the board's past seasons with their standings and a manual rollover, a player's history from
 // the audit log, bans, queues with their dead letters (retry), and live charts summed over every
 // instance (`/admin/stats`). Every destructive action asks for a second click on the same button;
@@ -32,6 +34,9 @@ let pollTimer = null;
 let boardList = []; // the last /v1/boards answer
 let banList = []; // the last /admin/bans answer
 let find = null; // {board, q, cursor}
+let league = null; // the league whose seasons are shown: {id, cfg, season, moves}
+let buckets = null; // the watched board's buckets: {board, season, shown, picked}
+let tour = null; // the watched board's tournament: {board, info, skew, entrants offset}
 
 // ---- the admin API ---------------------------------------------------------------------------
 
@@ -118,9 +123,17 @@ async function start() {
   $("sign-out").hidden = false;
   sc = await Scorecast.connect({ wait: false, onState: showState });
   sc.on("error", (e) => say($("top-msg"), `${e.code}: ${e.message}`, "error"));
+  // A live tournament event of the watched board: read its state again (an `ended` brings the
+  // final standings).
+  sc.on("tournament", (m) => {
+    if (m.board === watched) showTournament(watched, { quiet: true });
+  });
   if (!watched) showSeasons(null);
   await refreshAll();
-  pollTimer = setInterval(poll, POLL_MS);
+  pollTimer = setInterval(() => {
+    poll();
+    tickTournament();
+  }, POLL_MS);
   poll();
 }
 
@@ -131,7 +144,7 @@ function showState(s) {
 }
 
 async function refreshAll() {
-  await Promise.all([refreshBoards(), refreshBans(), refreshQueues(), refreshAudit()]).catch(fail($("board-msg"), "refresh"));
+  await Promise.all([refreshBoards(), refreshBans(), refreshQueues(), refreshAudit(), refreshLeagues()]).catch(fail($("board-msg"), "refresh"));
 }
 
 // ---- boards ----------------------------------------------------------------------------------
@@ -158,6 +171,10 @@ async function refreshBoards() {
     "No boards yet: create one below.",
   );
   if (watched) showSeasons(watched);
+  if (watched) {
+    showTournament(watched, { quiet: true });
+    showBuckets(watched, { quiet: true });
+  }
 }
 
 function edit(b) {
@@ -254,7 +271,22 @@ function watch(board) {
   $("find-more").hidden = true;
   find = null;
   showSeasons(board);
+  showTournament(board);
+  showBuckets(board);
   if (!board) return;
+  if (boardList.find((b) => b.id === board)?.bucket_size) {
+    // The WebSocket's views of a bucketed board are a player's own bucket (none for the
+    // console, a spectator): the whole board's top is read every 2 s instead.
+    $("watching").textContent = `— ${board} (every bucket, read every 2 s)`;
+    const read = () =>
+      api("GET", `/admin/boards/${board}/top?limit=${TOP_LIMIT}`)
+        .then((page) => renderTop(board, page))
+        .catch((e) => say($("top-msg"), `top: ${e.code} ${e.message}`, "error"));
+    const timer = setInterval(read, 2000);
+    read();
+    offTop = () => clearInterval(timer);
+    return;
+  }
   offTop = sc.subscribe(board, "top", { limit: TOP_LIMIT }, (m) => renderTop(board, m));
 }
 
@@ -321,6 +353,390 @@ async function revoke(btn, player) {
     fail(msg, "revoke")(e);
   }
 }
+
+// ---- the watched board's tournament ----------------------------------------------------------
+//
+// `GET /v1/boards/{b}/tournament` gives the state, the dates and the server's clock; the time
+// left counts down here every second from the difference between that clock and the page's (so
+// a wrong clock on the operator's machine does not skew it), and the state is read again when the
+// countdown reaches a boundary, on a live `tournament` event, and every 5 s (for the entrants).
+
+const ENTRANTS_PAGE = 20;
+const FINAL_TOP = 20;
+
+/** A duration as "1 d 02:03:04" / "02:03:04" / "03:04". */
+function durationText(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const d = Math.floor(s / 86400);
+  const hms = [Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60), s % 60].map((n) => String(n).padStart(2, "0"));
+  if (d > 0) return `${d} d ${hms.join(":")}`;
+  return hms[0] === "00" ? hms.slice(1).join(":") : hms.join(":");
+}
+
+function hideTournament(text) {
+  $("tournament-empty").textContent = text;
+  $("tournament-empty").hidden = false;
+  for (const id of ["tournament-facts", "entrants-box", "final-box"]) $(id).hidden = true;
+}
+
+/**
+ * Shows the tournament of `board` (none: the empty state). `quiet`: a refresh nobody asked for,
+ * so the entrants already listed stay (their first page is read again) and no message is said.
+ */
+async function showTournament(board, { quiet = false } = {}) {
+  $("tournament-board").textContent = board ? `of ${board}` : "";
+  if (!board) {
+    tour = null;
+    hideTournament("Pick a board to see its tournament.");
+    return;
+  }
+  const cfg = boardList.find((b) => b.id === board);
+  if (cfg && !cfg.tournament) {
+    tour = null;
+    hideTournament(`${board} has no tournament (set "tournament" in its config).`);
+    return;
+  }
+  let info;
+  try {
+    info = await api("GET", `/v1/boards/${board}/tournament`);
+  } catch (e) {
+    if (board !== watched) return;
+    if (e.code === "not_found") {
+      tour = null;
+      hideTournament(`${board} has no tournament (set "tournament" in its config).`);
+    } else if (!quiet) fail($("tournament-msg"), "tournament")(e);
+    return;
+  }
+  if (board !== watched) return;
+  const sameSeason = tour?.board === board && tour.info?.season === info.season;
+  tour = { board, info, skew: info.server_time_ms - Date.now(), shown: sameSeason ? tour.shown : 0, asked: sameSeason ? tour.asked : null };
+  $("tournament-empty").hidden = true;
+  $("tournament-facts").hidden = false;
+  const t = cfg?.tournament ?? {};
+  const recurring = t.schedule?.recurring;
+  $("t-schedule").textContent = `${recurring ? `each ${cfg.reset} season, ` : ""}${timeText(info.start_ms)} → ${timeText(info.end_ms)}`;
+  $("t-entrants").textContent = info.max_size ? `${formatThousands(info.entrants)} / ${formatThousands(info.max_size)}${info.entrants >= info.max_size ? " (full)" : ""}` : `${formatThousands(info.entrants)} (no cap)`;
+  const runs = cfg?.validator ? " (a started run is one)" : "";
+  $("t-attempts").textContent = info.max_attempts ? `${formatThousands(info.max_attempts)} per player${runs}` : "unlimited";
+  $("t-join").textContent = info.join_required ? "required: players join before they play" : "not required: a player enters with their first score";
+  tickTournament();
+  await Promise.all([showEntrants(board, info.season, { more: false }), showFinal(board, info)]);
+}
+
+/** The state and the time left, from the last answer and the page's clock corrected by it. */
+function tickTournament() {
+  if (!tour?.info || tour.board !== watched) return;
+  const { info, skew } = tour;
+  const now = Date.now() + skew;
+  const state = now < info.start_ms ? "upcoming" : now < info.end_ms ? "running" : "ended";
+  const el = $("t-state");
+  el.dataset.state = state;
+  el.textContent = state === "upcoming" ? "scheduled" : state === "running" ? "running" : info.ended_ms ? `ended (final standings frozen at ${timeText(info.ended_ms)})` : "ended (final standings being frozen)";
+  $("t-left").textContent =
+    state === "upcoming"
+      ? `opens in ${durationText(info.start_ms - now)} (at ${timeText(info.start_ms)})`
+      : state === "running"
+        ? `${durationText(info.end_ms - now)} (closes at ${timeText(info.end_ms)})`
+        : `none: closed at ${timeText(info.end_ms)}`;
+  $("t-left").dataset.leftMs = String(state === "upcoming" ? info.start_ms - now : state === "running" ? info.end_ms - now : 0);
+  // A boundary passed since the last answer: read the state again (once per boundary).
+  if (state !== info.state && tour.asked !== state) {
+    tour.asked = state;
+    showTournament(watched, { quiet: true });
+  }
+}
+
+/** A page of the occurrence's entrants (`more`: the next page, appended). */
+async function showEntrants(board, season, { more }) {
+  const offset = more ? tour.shown : 0;
+  const limit = more ? ENTRANTS_PAGE : Math.max(ENTRANTS_PAGE, tour.shown);
+  try {
+    const q = new URLSearchParams({ season, offset: String(offset), limit: String(limit) });
+    const page = await api("GET", `/admin/boards/${board}/tournament/entrants?${q}`);
+    if (board !== watched || tour?.info?.season !== season) return;
+    $("entrants-box").hidden = false;
+    $("entrants-season").textContent = season;
+    const rows = page.entries.map((e, i) => {
+      const tr = row([`${offset + i + 1}`, e.name ? `${e.name} (${e.player})` : e.player, timeText(e.joined_ms), formatThousands(e.attempts)]);
+      tr.dataset.player = e.player;
+      tr.children[3].className = "num";
+      return tr;
+    });
+    if (more) $("entrant-rows").append(...rows);
+    else fill($("entrant-rows"), rows, "No entrants yet.");
+    tour.shown = offset + page.entries.length;
+    $("entrants-more").hidden = tour.shown >= page.total;
+    $("entrants-more").textContent = `More entrants (${formatThousands(tour.shown)} of ${formatThousands(page.total)} shown)`;
+    if (more) say($("tournament-msg"), `${formatThousands(tour.shown)} of ${formatThousands(page.total)} entrants shown.`);
+  } catch (e) {
+    fail($("tournament-msg"), "entrants")(e);
+  }
+}
+
+$("entrants-more").addEventListener("click", () => {
+  if (tour?.info) showEntrants(tour.board, tour.info.season, { more: true });
+});
+
+/**
+ * The final standings: of this occurrence once frozen; of a recurring tournament, the last
+ * occurrence frozen. Hidden while there are none.
+ */
+async function showFinal(board, info) {
+  const season = info.ended_ms ? info.season : null;
+  if (!season && !boardList.find((b) => b.id === board)?.tournament?.schedule?.recurring) {
+    $("final-box").hidden = true;
+    return;
+  }
+  try {
+    const q = new URLSearchParams({ limit: String(FINAL_TOP), ...(season ? { season } : {}) });
+    const page = await api("GET", `/v1/boards/${board}/final?${q}`);
+    if (board !== watched) return;
+    $("final-box").hidden = false;
+    $("final-season").textContent = page.season;
+    $("final-box").dataset.season = page.season;
+    $("final-total").textContent = `${formatThousands(page.total)} player${page.total === 1 ? "" : "s"} in the final standings${page.total > FINAL_TOP ? `; the first ${FINAL_TOP} shown` : ""}.`;
+    fill(
+      $("final-rows"),
+      page.entries.map((e) => {
+        const tr = row([`#${e.rank}`, e.name ? `${e.name} (${e.player})` : e.player, formatThousands(e.score)]);
+        tr.dataset.player = e.player;
+        tr.children[2].className = "num";
+        return tr;
+      }),
+      "Nobody scored in this tournament.",
+    );
+  } catch (e) {
+    if (e.code === "not_found") $("final-box").hidden = true;
+    else fail($("tournament-msg"), "final standings")(e);
+  }
+}
+
+// ---- the watched board's buckets -------------------------------------------------------------
+//
+// A board with `bucket_size` splits each season's players into buckets of rivals: how many there
+// are and how many scored in each (`GET /admin/boards/{b}/buckets`), and the top of the bucket
+// picked (`GET /admin/boards/{b}/top?bucket=`), both read again every 5 s.
+
+const BUCKETS_PAGE = 20;
+const BUCKET_TOP = 20;
+
+function hideBuckets(text) {
+  $("buckets-empty").textContent = text;
+  $("buckets-empty").hidden = false;
+  $("buckets-box").hidden = true;
+}
+
+/** Shows the buckets of `board` (none: the empty state); `quiet`: a refresh nobody asked for. */
+async function showBuckets(board, { quiet = false } = {}) {
+  $("buckets-board").textContent = board ? `of ${board}` : "";
+  const cfg = board && boardList.find((b) => b.id === board);
+  if (!board || !cfg?.bucket_size) {
+    buckets = null;
+    hideBuckets(board ? `${board} has no buckets (set "bucket_size" in its config).` : "Pick a board to see its buckets.");
+    return;
+  }
+  const same = buckets?.board === board;
+  const shown = same ? Math.max(BUCKETS_PAGE, buckets.shown) : BUCKETS_PAGE;
+  try {
+    const page = await api("GET", `/admin/boards/${board}/buckets?limit=${shown}`);
+    if (board !== watched) return;
+    const picked = same && buckets.season === page.season ? buckets.picked : null;
+    buckets = { board, season: page.season, shown: page.buckets.length, count: page.count, picked };
+    $("buckets-empty").hidden = true;
+    $("buckets-box").hidden = false;
+    $("buckets-summary").textContent =
+      page.count === 0
+        ? `No buckets yet in season ${page.season}: buckets of ${cfg.bucket_size} form as players score.`
+        : `${formatThousands(page.count)} bucket${page.count === 1 ? "" : "s"} of up to ${cfg.bucket_size} in season ${page.season}; bucket ${formatThousands(page.count)} is filling (${page.open_fill} placed).`;
+    $("buckets-summary").dataset.count = String(page.count);
+    fill($("bucket-rows"), page.buckets.map(bucketRow), "No buckets yet.");
+    showMoreBuckets();
+    if (picked) await showBucketTop(board, picked, { quiet: true });
+    else $("bucket-top-box").hidden = true;
+  } catch (e) {
+    if (!quiet) fail($("buckets-msg"), "buckets")(e);
+  }
+}
+
+function bucketRow(b) {
+  const tr = row([`#${b.bucket}`, formatThousands(b.scored)]);
+  tr.dataset.bucket = String(b.bucket);
+  tr.children[1].className = "num";
+  tr.classList.toggle("watched", b.bucket === buckets?.picked);
+  tr.append(actions([["Top", "bucket-top", () => showBucketTop(buckets.board, b.bucket)]]));
+  return tr;
+}
+
+function showMoreBuckets() {
+  const more = $("buckets-more");
+  more.hidden = buckets.shown >= buckets.count;
+  more.textContent = `More buckets (${formatThousands(buckets.shown)} of ${formatThousands(buckets.count)} shown)`;
+}
+
+$("buckets-more").addEventListener("click", async () => {
+  if (!buckets) return;
+  const { board } = buckets;
+  try {
+    const q = new URLSearchParams({ offset: String(buckets.shown), limit: String(BUCKETS_PAGE) });
+    const page = await api("GET", `/admin/boards/${board}/buckets?${q}`);
+    if (buckets?.board !== board || page.season !== buckets.season) return;
+    $("bucket-rows").append(...page.buckets.map(bucketRow));
+    buckets.shown += page.buckets.length;
+    buckets.count = page.count;
+    showMoreBuckets();
+    say($("buckets-msg"), `${formatThousands(buckets.shown)} of ${formatThousands(page.count)} buckets shown.`);
+  } catch (e) {
+    fail($("buckets-msg"), "buckets")(e);
+  }
+});
+
+$("bucket-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  if (!buckets) return;
+  const n = Number($("bucket-n").value);
+  if (!Number.isInteger(n) || n < 1 || n > buckets.count) {
+    say($("buckets-msg"), buckets.count ? `Pick a bucket from 1 to ${buckets.count}.` : "There are no buckets yet.", "error");
+    return;
+  }
+  showBucketTop(buckets.board, n);
+});
+
+/** The top of bucket `n` (`quiet`: a refresh, no message). */
+async function showBucketTop(board, n, { quiet = false } = {}) {
+  try {
+    const q = new URLSearchParams({ bucket: String(n), limit: String(BUCKET_TOP) });
+    const page = await api("GET", `/admin/boards/${board}/top?${q}`);
+    if (buckets?.board !== board) return;
+    buckets.picked = n;
+    for (const tr of $("bucket-rows").children) tr.classList.toggle("watched", tr.dataset.bucket === String(n));
+    $("bucket-top-box").hidden = false;
+    $("bucket-top-box").dataset.bucket = String(n);
+    $("bucket-number").textContent = `#${n}`;
+    $("bucket-season").textContent = page.season;
+    fill(
+      $("bucket-top-rows"),
+      page.entries.map((e) => {
+        const tr = row([`#${e.rank}`, e.name ? `${e.name} (${e.player})` : e.player, formatThousands(e.score)]);
+        tr.dataset.player = e.player;
+        tr.children[2].className = "num";
+        return tr;
+      }),
+      `Nobody has scored in bucket ${n} yet.`,
+    );
+    if (!quiet) say($("buckets-msg"), `Bucket ${n}: ${formatThousands(page.total)} player${page.total === 1 ? "" : "s"} with a score${page.total > BUCKET_TOP ? `, the first ${BUCKET_TOP} shown` : ""}.`);
+  } catch (e) {
+    if (!quiet) fail($("buckets-msg"), `bucket ${n}`)(e);
+  }
+}
+
+// ---- leagues ---------------------------------------------------------------------------------
+//
+// Every league (`GET /admin/leagues`): its tier boards, lowest first, and its rules; for one, the
+// seasons of its lowest tier (every tier shares the calendar) and, for a season that ended, the
+// moves its `league.close` job made (`GET /admin/leagues/{l}/moves?season=`), one tier's or all.
+
+const ARROW = { up: "↑", down: "↓" };
+
+async function refreshLeagues() {
+  const { leagues } = await api("GET", "/admin/leagues");
+  fill(
+    $("league-rows"),
+    leagues.map((l) => {
+      const rules = `${l.reset}; buckets of ${l.bucket_size}; top ${l.promote} up, last ${l.relegate} down`;
+      const tr = row([l.id, l.tiers.join(" → "), rules]);
+      tr.dataset.league = l.id;
+      tr.append(actions([["Seasons", "league-seasons", () => showLeague(l)]]));
+      return tr;
+    }),
+    "No leagues yet (PUT /admin/leagues/{l}).",
+  );
+  const shown = league && leagues.find((l) => l.id === league.id);
+  if (league && !shown) {
+    league = null;
+    $("league-box").hidden = true;
+  }
+}
+
+/** The seasons of league `l` (those of its lowest tier board), newest first. */
+async function showLeague(l) {
+  league = { id: l.id, cfg: l, season: null, moves: null };
+  $("league-box").hidden = false;
+  $("league-name").textContent = l.id;
+  $("moves-box").hidden = true;
+  try {
+    const { seasons } = await api("GET", `/v1/boards/${l.tiers[0]}/seasons`);
+    if (league?.id !== l.id) return;
+    fill(
+      $("league-season-rows"),
+      [...seasons]
+        .sort((a, b) => b.start_ms - a.start_ms)
+        .map((s) => {
+          const tr = row([s.current ? `${s.season} (current)` : s.season, timeText(s.start_ms, 16)]);
+          tr.dataset.season = s.season;
+          tr.append(actions([["Moves", "league-moves", () => showMoves(l.id, s.season)]]));
+          return tr;
+        }),
+      "No seasons yet: they start as players score.",
+    );
+  } catch (e) {
+    fail($("leagues-msg"), `league ${l.id}`)(e);
+  }
+}
+
+/** The moves made at the end of `season` of league `id`. */
+async function showMoves(id, season) {
+  const msg = $("leagues-msg");
+  try {
+    const m = await api("GET", `/admin/leagues/${id}/moves?season=${encodeURIComponent(season)}`);
+    if (league?.id !== id) return;
+    league.season = season;
+    league.moves = m;
+    $("moves-box").hidden = false;
+    $("moves-season").textContent = `${season} of ${id}`;
+    const tiers = league.cfg.tiers;
+    const counts = tiers.map((t, i) => {
+      const up = m.moves.filter((x) => x.from_tier === i && x.direction === "up").length;
+      const down = m.moves.filter((x) => x.from_tier === i && x.direction === "down").length;
+      return `${t}: ${up} up, ${down} down`;
+    });
+    const when = m.closed_ms ? `applied to every tier at ${timeText(m.closed_ms)}` : "being applied";
+    $("moves-summary").textContent = `${m.moves.length} move${m.moves.length === 1 ? "" : "s"}, ${when}. ${counts.join("; ")}.`;
+    $("moves-summary").dataset.closed = m.closed_ms ? "1" : "";
+    const sel = $("moves-tier");
+    const keep = sel.value;
+    sel.replaceChildren(new Option("every tier", ""), ...tiers.map((t, i) => new Option(`${t} (tier ${i})`, String(i))));
+    sel.value = [...sel.options].some((o) => o.value === keep) ? keep : "";
+    renderMoves();
+    say(msg, `Season ${season} of ${id}: ${m.moves.length} move${m.moves.length === 1 ? "" : "s"}.`);
+  } catch (e) {
+    if (e.code === "not_found") {
+      $("moves-box").hidden = true;
+      say(msg, `No moves for season ${season} of ${id} yet: they are made when the season ends (UTC).`);
+    } else fail(msg, "moves")(e);
+  }
+}
+
+/** The moves of the tier picked (those that left it and those that came to it), or all. */
+function renderMoves() {
+  if (!league?.moves) return;
+  const t = $("moves-tier").value;
+  const tier = t === "" ? null : Number(t);
+  const shown = league.moves.moves.filter((x) => tier === null || x.from_tier === tier || x.to_tier === tier);
+  fill(
+    $("move-rows"),
+    shown.map((x) => {
+      const tr = row([x.player, `${ARROW[x.direction] ?? ""} ${x.from} → ${x.to}`, `#${x.bucket}`, `#${x.rank}`]);
+      tr.dataset.player = x.player;
+      tr.dataset.direction = x.direction;
+      tr.children[2].className = "num";
+      tr.children[3].className = "num";
+      return tr;
+    }),
+    tier === null ? "Nobody moved this season." : `Nobody left or reached ${league.cfg.tiers[tier]} this season.`,
+  );
+}
+
+$("moves-tier").addEventListener("change", renderMoves);
 
 // ---- find a player ---------------------------------------------------------------------------
 
@@ -704,7 +1120,11 @@ async function poll() {
   }
   if (token) refreshQueues().catch(() => {});
   // Bans and admin actions made elsewhere (another operator, a tool) show within 5 s.
-  if (token && ++polls % 5 === 0) Promise.all([refreshBans(), refreshAudit()]).catch(() => {});
+  if (token && ++polls % 5 === 0) {
+    Promise.all([refreshBans(), refreshAudit(), refreshLeagues()]).catch(() => {});
+    if (watched && tour?.info) showTournament(watched, { quiet: true });
+    if (watched && buckets) showBuckets(watched, { quiet: true });
+  }
 }
 
 let polls = 0;

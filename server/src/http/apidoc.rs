@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
 
 use super::ops::ApiDoc;
-use super::{admin, moderation, public, queues, MAX_BODY, MAX_HEAD};
+use super::{admin, buckets, moderation, public, queues, tournaments, MAX_BODY, MAX_HEAD};
 use crate::queue::{MAX_ATTEMPTS, MAX_CLAIM_BATCH, MAX_PRIORITY};
 
 /// The id alphabet as a JSON Schema `pattern` (beside `minLength` 1 and `maxLength`
@@ -127,6 +127,34 @@ fn query_bounds() -> Vec<(&'static str, &'static str, Bound)> {
                 protocol::MAX_RADIUS as i64,
                 protocol::DEFAULT_RADIUS as i64,
             ),
+        ),
+        (
+            "/admin/boards/{board}/tournament/entrants",
+            "limit",
+            range_or(
+                1,
+                tournaments::MAX_ENTRANTS_PAGE as i64,
+                tournaments::DEFAULT_ENTRANTS_PAGE as i64,
+            ),
+        ),
+        (
+            "/admin/boards/{board}/tournament/entrants",
+            "offset",
+            range_or(0, offset, 0),
+        ),
+        (
+            "/admin/boards/{board}/buckets",
+            "limit",
+            range_or(
+                1,
+                i64::from(buckets::MAX_BUCKETS_PAGE),
+                i64::from(buckets::DEFAULT_BUCKETS_PAGE),
+            ),
+        ),
+        (
+            "/admin/boards/{board}/buckets",
+            "offset",
+            range_or(0, i64::from(u32::MAX), 0),
         ),
         ("/admin/boards/{board}/log", "limit", range_or(1, log, 100)),
         ("/admin/boards/{board}/log", "count", range_or(1, log, 100)),

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod apidoc;
 pub mod asyncapi;
+pub mod buckets;
 pub mod console;
 pub mod extract;
 pub mod leagues;
@@ -118,7 +119,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(asyncapi::asyncapi_json)
         .configure(validators::routes)
         .configure(tournaments::routes)
-        .configure(leagues::routes);
+        .configure(leagues::routes)
+        .configure(buckets::routes);
 }
 
 /// The paths a page on another allowed origin may use: the SDK (`/sdk`), the protocol code it

@@ -70,9 +70,10 @@ pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> Ht
         super::validators::delete_validator, super::validators::list_validators,
         super::validators::start_run, super::validators::submit_proof,
         super::tournaments::join, super::tournaments::tournament,
-        super::tournaments::final_standings,
+        super::tournaments::final_standings, super::tournaments::list_entrants,
         super::leagues::admin_top, super::leagues::put_league, super::leagues::get_league,
         super::leagues::list_leagues, super::leagues::moves, super::leagues::me,
+        super::buckets::list_buckets,
     ),
     modifiers(&AdminAuth)
 )]

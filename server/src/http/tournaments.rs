@@ -1,15 +1,21 @@
 //! Tournaments (`docs/protocol.md`, "Tournaments"): `POST /v1/boards/{board}/join`,
-//! `GET /v1/boards/{board}/tournament` and `GET /v1/boards/{board}/final`.
+//! `GET /v1/boards/{board}/tournament`, `GET /v1/boards/{board}/final` and, for operators,
+//! `GET /admin/boards/{board}/tournament/entrants`.
 
 use actix_web::{get, post, web, HttpResponse};
 use scorecast_shared::{protocol, ErrorCode};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::extract::{PlayerAuth, ReadLimit};
+use super::extract::{PlayerAuth, ReadLimit, Reader};
 use super::public::{TopQuery, TopResponse, MAX_OFFSET};
 use crate::error::{rate_headers, AppError, AppResult};
 use crate::state::AppState;
-use crate::store::TournamentInfo;
+use crate::store::{EntrantsPage, TournamentInfo};
+
+/// Most entrants per page of `GET /admin/boards/{board}/tournament/entrants`.
+pub const MAX_ENTRANTS_PAGE: u64 = 1000;
+/// Entrants per page when `limit` is not given.
+pub const DEFAULT_ENTRANTS_PAGE: u64 = 100;
 
 /// Enters the token's player in the current occurrence of the board's tournament; joining again
 /// is answered the same and changes nothing. Refused: `bad_request` (the board has no
@@ -149,8 +155,57 @@ pub async fn final_standings(
     }))
 }
 
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct EntrantsQuery {
+    /// 1–1000, default 100.
+    pub limit: Option<u64>,
+    /// 0–4294967295, default 0.
+    pub offset: Option<u64>,
+    /// An occurrence (season) of the tournament; default the current one.
+    pub season: Option<String>,
+}
+
+/// The players who entered an occurrence of the board's tournament, in the order they entered,
+/// each with when they entered, the attempts they made and their name; paged by offset.
+/// `not_found` on a board without a tournament, `unknown_season` for a season the board never had.
+#[utoipa::path(params(("board" = String, Path), EntrantsQuery), responses((status = 200, body = EntrantsPage), (status = 400), (status = 404)), tag = "admin", security(("admin" = [])))]
+#[get("/admin/boards/{board}/tournament/entrants")]
+pub async fn list_entrants(
+    _: Reader,
+    st: web::Data<AppState>,
+    path: web::Path<String>,
+    q: web::Query<EntrantsQuery>,
+) -> AppResult<HttpResponse> {
+    let board = AppState::id(&path)?;
+    let n = q.limit.unwrap_or(DEFAULT_ENTRANTS_PAGE);
+    if !(1..=MAX_ENTRANTS_PAGE).contains(&n) {
+        return Err(AppError::bad_request(format!(
+            "limit must be 1..={MAX_ENTRANTS_PAGE}, got {n}"
+        )));
+    }
+    let offset = q.offset.unwrap_or(0);
+    if offset > MAX_OFFSET {
+        return Err(AppError::bad_request(format!(
+            "offset must be 0..={MAX_OFFSET}, got {offset}"
+        )));
+    }
+    let season = q
+        .season
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .map(AppState::id)
+        .transpose()?;
+    let page = st
+        .store
+        .tournament_entrants(&board, season.as_ref(), offset, n)
+        .await?;
+    Ok(HttpResponse::Ok().json(page))
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(join)
+        .service(list_entrants)
         .service(tournament)
         .service(final_standings);
 }

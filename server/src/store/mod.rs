@@ -4,6 +4,7 @@
 
 mod audit;
 mod batch;
+mod buckets;
 mod league;
 mod log;
 mod moderation;
@@ -25,13 +26,14 @@ use crate::{keys, reply, scripts};
 pub use audit::AuditPage;
 use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
+pub use buckets::{BucketCount, BucketsPage};
 pub use league::{LeagueConfig, Move, Moves, MAX_TIERS};
 pub use log::{LogCursor, LogPage};
 pub use moderation::{Ban, Intent, Layer, Lift};
 pub use names::{NameHits, SCAN_BUDGET};
 pub use revocation::Revoked;
 pub use stats::{Counters, InstanceCounters, FRESH_MS};
-pub use tournament::{Joined, TournamentInfo};
+pub use tournament::{Entrant, EntrantsPage, Joined, TournamentInfo};
 
 /// A run a player started on a verified board (`Store::start_run`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]

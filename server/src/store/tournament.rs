@@ -34,6 +34,28 @@ pub struct Joined {
     pub joined_ms: i64,
 }
 
+/// One entrant of a tournament's occurrence ([`Store::tournament_entrants`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Entrant {
+    pub player: String,
+    /// When the player entered (ms since the epoch).
+    pub joined_ms: i64,
+    /// Attempts made (accepted submissions; on a verified board, started runs).
+    pub attempts: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// A page of a tournament occurrence's entrants, in the order they entered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct EntrantsPage {
+    pub board: String,
+    pub season: String,
+    /// Players who entered this occurrence.
+    pub total: u64,
+    pub entries: Vec<Entrant>,
+}
+
 impl Store {
     /// Enters `player` in the current occurrence of the board's tournament; a player who
     /// entered already gets the same answer and nothing changes. Refused: `unknown_board`,
@@ -130,6 +152,52 @@ impl Store {
             entrants: int(2)? as u64,
             ended_ms: (ended >= 0).then_some(ended),
             config: serde_json::from_str(&text(4)?).map_err(|_| reply::bad("board config"))?,
+        })
+    }
+
+    /// A page of the entrants of season `season` of the board's tournament (`None`: the current
+    /// occurrence), in the order they entered, with their attempts and names, in one script call
+    /// (`unknown_board`; `not_found` without a tournament; `unknown_season`).
+    pub async fn tournament_entrants(
+        &self,
+        board: &Id,
+        season: Option<&Id>,
+        offset: u64,
+        limit: u64,
+    ) -> AppResult<EntrantsPage> {
+        let mut c = self.conn.clone();
+        let reply: Value = scripts::TOURNAMENT_ENTRANTS
+            .key(keys::config(board))
+            .arg(season.map(Id::as_str).unwrap_or(""))
+            .arg(self.clock.arg())
+            .arg(offset)
+            .arg(limit)
+            .invoke_async(&mut c)
+            .await?;
+        let r = reply::ok(reply)?;
+        let bad = || reply::bad("tournament entrants");
+        let season = r.first().and_then(reply::text).ok_or_else(bad)?;
+        let total = r.get(1).and_then(reply::int).ok_or_else(bad)?;
+        let rows = r.get(2..).unwrap_or_default();
+        if rows.len() % 4 != 0 {
+            return Err(bad());
+        }
+        let entries = rows
+            .chunks(4)
+            .map(|e| {
+                Ok(Entrant {
+                    player: reply::text(&e[0]).ok_or_else(bad)?,
+                    joined_ms: reply::int(&e[1]).ok_or_else(bad)?,
+                    attempts: reply::int(&e[2]).ok_or_else(bad)?.max(0) as u64,
+                    name: reply::text(&e[3]).filter(|n| !n.is_empty()),
+                })
+            })
+            .collect::<AppResult<Vec<_>>>()?;
+        Ok(EntrantsPage {
+            board: board.to_string(),
+            season,
+            total: total.max(0) as u64,
+            entries,
         })
     }
 
