@@ -107,6 +107,20 @@ fn routes() -> Vec<(Method, &'static str, &'static str, Value, Scope)> {
         ),
         (
             m("GET"),
+            "/admin/boards/{board}/buckets",
+            "/admin/boards/b/buckets",
+            Value::Null,
+            Read,
+        ),
+        (
+            m("GET"),
+            "/admin/boards/{board}/tournament/entrants",
+            "/admin/boards/b/tournament/entrants",
+            Value::Null,
+            Read,
+        ),
+        (
+            m("GET"),
             "/admin/leagues",
             "/admin/leagues",
             Value::Null,
