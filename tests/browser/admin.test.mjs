@@ -14,12 +14,10 @@
 // when a season ends (docs/admin-console-leagues.png).
 
 import assert from "node:assert/strict";
-import path from "node:path";
 import { after, describe, test } from "node:test";
 
 import {
   ADMIN_TOKEN,
-  REPO,
   addScore,
   admin,
   docScreenshot,
@@ -508,7 +506,7 @@ describe("admin console", { timeout: 240_000 }, () => {
 
         assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
         // The docs show the panel itself.
-        await page.locator("#tournament-panel").screenshot({ path: path.join(REPO, "docs", `${shot}.png`) });
+        await docScreenshot(page.locator("#tournament-panel"), shot);
         await page.context().close();
       }));
   }
@@ -575,7 +573,7 @@ describe("admin console", { timeout: 240_000 }, () => {
         assert.equal(await page.isHidden("#top-msg"), true, "no error in the live top");
 
         assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
-        if (label === "desktop") await page.locator("#buckets-panel").screenshot({ path: path.join(REPO, "docs", "admin-console-buckets.png") });
+        if (label === "desktop") await docScreenshot(page.locator("#buckets-panel"), "admin-console-buckets");
         await page.context().close();
       }));
   }
@@ -646,7 +644,7 @@ describe("admin console", { timeout: 240_000 }, () => {
         await page.selectOption("#moves-tier", "");
 
         assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= viewport.width, `overflow ${await overflow(page)} px`);
-        if (label === "desktop") await page.locator("#leagues-panel").screenshot({ path: path.join(REPO, "docs", "admin-console-leagues.png") });
+        if (label === "desktop") await docScreenshot(page.locator("#leagues-panel"), "admin-console-leagues");
         await page.context().close();
       }));
   }

@@ -482,12 +482,17 @@ export async function screenshot(page, name, { fullPage = true } = {}) {
 }
 
 /**
- * Saves docs/<name>.png (the whole page): the screenshots the docs show, rewritten by every run
- * of the test that takes them.
+ * A screenshot the docs show, `docs/<name>.png`, of a page (the whole page unless
+ * `fullPage: false`) or of a locator. Every run takes it; it is written to docs/ only with
+ * SCORECAST_DOC_SCREENSHOTS=1 (`SCORECAST_DOC_SCREENSHOTS=1 cargo xtask test` refreshes them),
+ * else to target/browser-screenshots/docs/, so that a test run leaves the tree as it was.
  */
-export async function docScreenshot(page, name) {
-  const file = path.join(REPO, "docs", `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+export async function docScreenshot(shot, name, { fullPage = true } = {}) {
+  const dir = process.env.SCORECAST_DOC_SCREENSHOTS === "1" ? path.join(REPO, "docs") : path.join(SCREENSHOT_DIR, "docs");
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${name}.png`);
+  const isPage = typeof shot.goto === "function";
+  await shot.screenshot(isPage ? { path: file, fullPage } : { path: file });
   return file;
 }
 

@@ -3,13 +3,12 @@
 // until dead shows its reason and attempt history with UTC times, retry it, purge a state,
 // delete a job — each destructive action does nothing on its first click (the queue's Redis keys
 // are unchanged) and runs on the second, its result next to the button — and no horizontal
-// scroll at 390 px. A screenshot goes to docs/queues-console.png.
+// scroll at 390 px. Its screenshot is docs/queues-console.png (`docScreenshot` in harness.mjs).
 
 import assert from "node:assert/strict";
-import path from "node:path";
 import { describe, test } from "node:test";
 
-import { ADMIN_TOKEN, REPO, admin, dumpKeys, newPage, useStackAndBrowser, withDiagnostics } from "./harness.mjs";
+import { ADMIN_TOKEN, admin, docScreenshot, dumpKeys, newPage, useStackAndBrowser, withDiagnostics } from "./harness.mjs";
 
 const Q = "bq";
 const B = `/admin/queues/${Q}`;
@@ -88,7 +87,7 @@ describe("queue browser", { timeout: 120_000 }, () => {
       assert.match(history[0], /attempt 1 .*UTC.*smtp timeout/);
       assert.match(history[1], /attempt 2 .*UTC.*still down/);
       assert.match(await page.textContent(`${dead} .when`), /^died \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
-      await page.screenshot({ path: path.join(REPO, "docs", "queues-console.png") });
+      await docScreenshot(page, "queues-console", { fullPage: false });
 
       // Retry: one click arms the button and changes nothing; the second retries.
       let before = await queueKeys(env);
