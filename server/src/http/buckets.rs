@@ -5,7 +5,8 @@ use actix_web::{get, web, HttpResponse};
 use serde::Deserialize;
 
 use super::extract::Reader;
-use crate::error::{AppError, AppResult};
+use super::public::{in_range, season};
+use crate::error::AppResult;
 use crate::state::AppState;
 
 /// Most buckets per page.
@@ -35,21 +36,17 @@ pub async fn list_buckets(
     q: web::Query<BucketsQuery>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
-    let limit = q.limit.unwrap_or(DEFAULT_BUCKETS_PAGE);
-    if !(1..=MAX_BUCKETS_PAGE).contains(&limit) {
-        return Err(AppError::bad_request(format!(
-            "limit must be 1..={MAX_BUCKETS_PAGE}, got {limit}"
-        )));
-    }
-    let season = q
-        .season
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .map(AppState::id)
-        .transpose()?;
+    let limit = in_range(
+        "limit",
+        q.limit.map(u64::from),
+        u64::from(DEFAULT_BUCKETS_PAGE),
+        u64::from(MAX_BUCKETS_PAGE),
+    )?;
+    let season = season(&q.season)?;
     let page = st
         .store
-        .buckets(&board, season.as_ref(), q.offset.unwrap_or(0), limit)
+        // `as`: in_range bounded it by MAX_BUCKETS_PAGE, a u32.
+        .buckets(&board, season.as_ref(), q.offset.unwrap_or(0), limit as u32)
         .await?;
     Ok(HttpResponse::Ok().json(page))
 }

@@ -8,7 +8,7 @@ use scorecast_shared::{ErrorCode, Id};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Admin, PlayerAuth, ReadLimit, Reader};
-use super::public::{TopResponse, MAX_OFFSET};
+use super::public::{in_range, offset, season, TopResponse};
 use crate::error::{rate_headers, AppError, AppResult};
 use crate::state::AppState;
 use crate::store::{LeagueConfig, Moves, Read, Scope};
@@ -40,29 +40,14 @@ pub async fn admin_top(
     q: web::Query<AdminTopQuery>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=ADMIN_MAX_LIMIT).contains(&limit) {
-        return Err(AppError::bad_request(format!(
-            "limit must be 1..={ADMIN_MAX_LIMIT}, got {limit}"
-        )));
-    }
-    let offset = q.offset.unwrap_or(0);
-    if offset > MAX_OFFSET {
-        return Err(AppError::bad_request(format!(
-            "offset must be 0..={MAX_OFFSET}, got {offset}"
-        )));
-    }
+    let limit = in_range("limit", q.limit, 100, ADMIN_MAX_LIMIT)?;
+    let offset = offset(q.offset)?;
     let scope = match q.bucket {
         None => Scope::Board,
         Some(0) => return Err(AppError::bad_request("buckets are numbered from 1")),
         Some(n) => Scope::Bucket(n),
     };
-    let season = q
-        .season
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .map(AppState::id)
-        .transpose()?;
+    let season = season(&q.season)?;
     let (page, bucket) = st
         .store
         .read_in(&board, season.as_ref(), scope, Read::Top { offset, limit })

@@ -117,7 +117,8 @@ pub struct PlayersQuery {
     pub season: Option<String>,
 }
 
-fn season(s: &Option<String>) -> AppResult<Option<Id>> {
+/// A `season` query parameter: absent or empty means the current season.
+pub(super) fn season(s: &Option<String>) -> AppResult<Option<Id>> {
     s.as_deref()
         .filter(|s| !s.is_empty())
         .map(AppState::id)
@@ -130,11 +131,22 @@ fn ok<T: Serialize>(limit: &ReadLimit, body: &T) -> HttpResponse {
     res.json(body)
 }
 
-fn in_range(name: &str, v: Option<u64>, default: u64, max: u64) -> AppResult<u64> {
+/// A paging or size parameter: `default` when absent, else 1..=`max` (`bad_request`).
+pub(super) fn in_range(name: &str, v: Option<u64>, default: u64, max: u64) -> AppResult<u64> {
     match v.unwrap_or(default) {
         n if (1..=max).contains(&n) => Ok(n),
         n => Err(AppError::bad_request(format!(
             "{name} must be 1..={max}, got {n}"
+        ))),
+    }
+}
+
+/// An `offset` query parameter: 0 when absent, at most [`MAX_OFFSET`] (`bad_request`).
+pub(super) fn offset(v: Option<u64>) -> AppResult<u64> {
+    match v.unwrap_or(0) {
+        o if o <= MAX_OFFSET => Ok(o),
+        o => Err(AppError::bad_request(format!(
+            "offset must be 0..={MAX_OFFSET}, got {o}"
         ))),
     }
 }
@@ -167,12 +179,7 @@ pub async fn top(
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let n = in_range("limit", q.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
-    let offset = q.offset.unwrap_or(0);
-    if offset > MAX_OFFSET {
-        return Err(AppError::bad_request(format!(
-            "offset must be 0..={MAX_OFFSET}, got {offset}"
-        )));
-    }
+    let offset = offset(q.offset)?;
     let player = q.player.as_deref().map(AppState::id).transpose()?;
     let scope = match (q.bucket, &player) {
         (Some(_), Some(_)) => {

@@ -7,7 +7,7 @@ use scorecast_shared::{protocol, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{PlayerAuth, ReadLimit, Reader};
-use super::public::{TopQuery, TopResponse, MAX_OFFSET};
+use super::public::{in_range, offset, season, TopQuery, TopResponse};
 use crate::error::{rate_headers, AppError, AppResult};
 use crate::state::AppState;
 use crate::store::{EntrantsPage, TournamentInfo};
@@ -121,25 +121,14 @@ pub async fn final_standings(
     q: web::Query<TopQuery>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
-    let n = q.limit.unwrap_or(u64::from(protocol::DEFAULT_TOP_LIMIT));
-    if !(1..=u64::from(protocol::MAX_TOP_LIMIT)).contains(&n) {
-        return Err(AppError::bad_request(format!(
-            "limit must be 1..={}, got {n}",
-            protocol::MAX_TOP_LIMIT
-        )));
-    }
-    let offset = q.offset.unwrap_or(0);
-    if offset > MAX_OFFSET {
-        return Err(AppError::bad_request(format!(
-            "offset must be 0..={MAX_OFFSET}, got {offset}"
-        )));
-    }
-    let season = q
-        .season
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .map(AppState::id)
-        .transpose()?;
+    let n = in_range(
+        "limit",
+        q.limit,
+        u64::from(protocol::DEFAULT_TOP_LIMIT),
+        u64::from(protocol::MAX_TOP_LIMIT),
+    )?;
+    let offset = offset(q.offset)?;
+    let season = season(&q.season)?;
     let page = st
         .store
         .read_final(&board, season.as_ref(), offset, n)
@@ -178,24 +167,9 @@ pub async fn list_entrants(
     q: web::Query<EntrantsQuery>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
-    let n = q.limit.unwrap_or(DEFAULT_ENTRANTS_PAGE);
-    if !(1..=MAX_ENTRANTS_PAGE).contains(&n) {
-        return Err(AppError::bad_request(format!(
-            "limit must be 1..={MAX_ENTRANTS_PAGE}, got {n}"
-        )));
-    }
-    let offset = q.offset.unwrap_or(0);
-    if offset > MAX_OFFSET {
-        return Err(AppError::bad_request(format!(
-            "offset must be 0..={MAX_OFFSET}, got {offset}"
-        )));
-    }
-    let season = q
-        .season
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .map(AppState::id)
-        .transpose()?;
+    let n = in_range("limit", q.limit, DEFAULT_ENTRANTS_PAGE, MAX_ENTRANTS_PAGE)?;
+    let offset = offset(q.offset)?;
+    let season = season(&q.season)?;
     let page = st
         .store
         .tournament_entrants(&board, season.as_ref(), offset, n)
