@@ -269,7 +269,8 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       // Ranked below the top 20 of their own bucket, the signed-in player's row is pinned with
       // their rank within it.
       await putBoard(base, "bigleague", { op: "best", bucket_size: 30, submit_limit: null });
-      for (let i = 1; i <= 24; i++) await addScore(base, "bigleague", `c${String(i).padStart(2, "0")}`, 100 + i);
+      const rivals = 24;
+      for (let i = 1; i <= rivals; i++) await addScore(base, "bigleague", `c${String(i).padStart(2, "0")}`, 100 + i);
       const { token: lowToken } = await admin(base, "POST", "/admin/tokens", { player: "low" });
       await addScore(base, "bigleague", "low", 1);
       await page.evaluate((t) => {
@@ -277,10 +278,11 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
         localStorage.setItem("scorecast.player", "low");
       }, lowToken);
       await page.goto(`${base}/?board=bigleague`);
-      await page.waitForFunction(() => {
+      // Last of the bucket: ranked after every rival.
+      await page.waitForFunction((rank) => {
         const tr = document.querySelector('#me-pin tr[data-player="low"]');
-        return tr && tr.querySelector(".rank").textContent === "#25";
-      });
+        return tr && tr.querySelector(".rank").textContent === `#${rank}`;
+      }, rivals + 1);
       assert.equal(await page.$$eval("#rows tr[data-player]", (t) => t.length), 20);
 
       // A board without buckets shows no picker.
