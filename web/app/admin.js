@@ -76,8 +76,36 @@ function say(near, text, kind = "info") {
   el.textContent = text;
   el.dataset.kind = kind;
   el.hidden = false;
-  const r = el.getBoundingClientRect();
-  if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({ block: "center" });
+  keepInView(el);
+}
+
+// What stops keeping the last message in view: set by `keepInView`.
+let letGo = () => {};
+
+/**
+ * Scrolls `el` into view, and keeps it there while the page settles: an action often reshapes
+ * the panels above it (a rollover empties the live top, a removal shortens a list), which would
+ * otherwise carry the message out of sight. Keeping stops after a few seconds, at the next
+ * message, or as soon as the operator scrolls or types.
+ */
+function keepInView(el) {
+  letGo();
+  const check = () => {
+    const r = el.getBoundingClientRect();
+    if (!el.hidden && (r.top < 0 || r.bottom > window.innerHeight)) el.scrollIntoView({ block: "center" });
+  };
+  check();
+  const watch = new ResizeObserver(check);
+  watch.observe($("console"));
+  const events = ["wheel", "touchmove", "keydown"];
+  const timer = setTimeout(() => letGo(), 3000);
+  letGo = () => {
+    watch.disconnect();
+    clearTimeout(timer);
+    for (const e of events) removeEventListener(e, letGo);
+    letGo = () => {};
+  };
+  for (const e of events) addEventListener(e, letGo, { passive: true });
 }
 
 const fail = (near, what) => (e) => say(near, `${what}: ${e.code ?? ""} ${e.message}`, "error");
