@@ -16,6 +16,7 @@ pub mod http;
 pub mod hub;
 pub mod jobs;
 pub mod keys;
+pub mod lanes;
 #[cfg(test)]
 mod layering;
 pub mod limiter;

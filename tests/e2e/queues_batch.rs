@@ -425,6 +425,73 @@ async fn bulk_enqueue_adds_every_job_in_one_call() {
     assert_eq!(n, 1000);
 }
 
+/// Single enqueues racing on one queue go to Redis together (group commit), yet each is
+/// answered as if alone: 600 tasks enqueue 300 ids, each id raced by two tasks with different
+/// payloads. Exactly one of each pair is enqueued, the other gets `conflict`; the stored body
+/// is the winner's; and Redis ran far fewer enqueue scripts than there were enqueues.
+#[tokio::test]
+async fn racing_single_enqueues_share_script_calls_and_each_is_answered_alone() {
+    const IDS: usize = 300;
+    let app = manual_app().await;
+    let q = queue(&app, "race");
+    let calls_before = app.redis_command_calls("evalsha").await;
+    let tasks: Vec<_> = (0..2 * IDS)
+        .map(|i| {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let n = i % IDS;
+                let r = q
+                    .enqueue(job("race", json!({"n": n, "by": i})).id(id(&format!("j{n}"))))
+                    .await;
+                (n, i, r)
+            })
+        })
+        .collect();
+    let mut winner: HashMap<usize, usize> = HashMap::new();
+    let mut conflicts = 0;
+    for t in tasks {
+        let (n, i, r) = t.await.unwrap();
+        match r {
+            Ok(got) => {
+                assert_eq!(got.as_str(), format!("j{n}"));
+                assert!(winner.insert(n, i).is_none(), "j{n} enqueued twice");
+            }
+            Err(e) => {
+                assert_eq!(e.code, ErrorCode::Conflict, "{e:?}");
+                assert!(e.message.contains(&format!("j{n} ")), "{}", e.message);
+                conflicts += 1;
+            }
+        }
+    }
+    assert_eq!(winner.len(), IDS, "every id enqueued once");
+    assert_eq!(conflicts, IDS);
+    let calls = app.redis_command_calls("evalsha").await - calls_before;
+    assert!(
+        calls < (2 * IDS / 4) as u64,
+        "{calls} script calls for {} enqueues: they were not grouped",
+        2 * IDS
+    );
+    let mut claimed = 0;
+    loop {
+        let got = q.claim_batch(LEASE, MAX_CLAIM_BATCH).await.unwrap();
+        if got.is_empty() {
+            break;
+        }
+        for c in got {
+            let body: Value = serde_json::from_str(c.job.payload.get()).unwrap();
+            let n = body["n"].as_u64().unwrap() as usize;
+            assert_eq!(c.job.id, format!("j{n}"));
+            assert_eq!(
+                body["by"].as_u64().unwrap() as usize,
+                winner[&n],
+                "the winner's body"
+            );
+            claimed += 1;
+        }
+    }
+    assert_eq!(claimed, IDS);
+}
+
 /// Bulk enqueue refusals: an empty list, more than 1000 jobs, one bad job (named by its place),
 /// an id twice in the list, an unknown field, a body over 64 KiB — 400 (413 for the size) — and
 /// one id already in the queue — 409 `conflict` — each leave Redis exactly as it was, the valid

@@ -17,12 +17,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::{AsyncCommands, Value};
-use scorecast_shared::Id;
+use scorecast_shared::{ErrorCode, Id};
+use tokio::sync::oneshot;
 
 use crate::clock::Clock;
 use crate::config::QueueSettings;
 use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
+use crate::lanes::{Lane, Lanes};
 use crate::{keys, reply, scripts};
 
 pub use background::Background;
@@ -68,6 +70,62 @@ struct Inner {
     reaper: Wakeup,
     /// When this instance last wrote each queue's name to the `sc:queues` index.
     indexed: std::sync::Mutex<std::collections::HashMap<Id, std::time::Instant>>,
+    /// Single enqueues waiting for their queue's next script call.
+    enqueues: Lanes<PendingJob>,
+}
+
+/// A queue's enqueue lane stops after this long without enqueues.
+const LANE_IDLE: Duration = Duration::from_secs(30);
+
+/// A single enqueue waiting for its lane's next call, and where its answer goes.
+type PendingJob = (Prepared, oneshot::Sender<AppResult<(Id, Placed)>>);
+
+/// Script calls one queue's enqueue lane keeps in flight at once: while one runs in Redis the
+/// next is on its way, so Redis is not left idle while answers go back and new enqueues come in.
+const LANE_IN_FLIGHT: usize = 2;
+
+/// Writes a queue's waiting single enqueues, as many as fit one bulk (count and bytes) per
+/// script call, each on its own, until the lane retires; at most [`LANE_IN_FLIGHT`] calls at a
+/// time. (Two calls in flight hold enqueues that were waiting at the same time, so the order
+/// Redis runs them in is no promise broken.)
+async fn run_enqueues(queue: Queue, mut lane: Lane<PendingJob>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(LANE_IN_FLIGHT));
+    loop {
+        // Never closed: an error is impossible.
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let mut batch: Vec<PendingJob> = Vec::new();
+        // The stored bytes of the batch so far, from its first job on.
+        let mut bytes = None;
+        let more = lane
+            .next(&mut batch, |b, (p, _)| {
+                let total = bytes.get_or_insert(b[0].0.body.len());
+                *total += p.body.len();
+                b.len() < MAX_BULK_JOBS && *total <= MAX_BULK_BYTES
+            })
+            .await;
+        if !more {
+            return;
+        }
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            let placed = queue.store(batch.iter().map(|(p, _)| p), true).await;
+            drop(slot);
+            match placed {
+                Ok(placed) => {
+                    for ((p, tx), placed) in batch.into_iter().zip(placed) {
+                        let _ = tx.send(placed.map(|placed| (p.id, placed)));
+                    }
+                }
+                Err(e) => {
+                    for (_, tx) in batch {
+                        let _ = tx.send(Err(e.clone()));
+                    }
+                }
+            }
+        });
+    }
 }
 
 /// One queue.
@@ -96,6 +154,7 @@ impl Queues {
                 promoter: Wakeup::default(),
                 reaper: Wakeup::default(),
                 indexed: Default::default(),
+                enqueues: Lanes::new(LANE_IDLE),
             }),
         }
     }
@@ -199,9 +258,26 @@ impl Queue {
     }
 
     /// [`Queue::enqueue`], also saying where the job went.
+    ///
+    /// Group commit: single enqueues to one queue that arrive while its previous enqueue call
+    /// is in flight go to Redis together in the next call (`crate::lanes`), each checked and
+    /// answered on its own, exactly as if they had come one after another.
     pub async fn enqueue_placed(&self, job: NewJob) -> AppResult<(Id, Placed)> {
-        // unwrap: one job in, one out.
-        Ok(self.enqueue_bulk(vec![job]).await?.pop().unwrap())
+        let p = self.prepare(job, self.inner().clock.now_ms())?;
+        let (tx, rx) = oneshot::channel();
+        let queue = self.clone();
+        let gone = || AppError::new(ErrorCode::Unavailable, "the enqueue lane stopped");
+        if self
+            .inner()
+            .enqueues
+            .send(&self.name, (p, tx), |lane| {
+                run_enqueues(queue.clone(), lane)
+            })
+            .is_err()
+        {
+            return Err(gone());
+        }
+        rx.await.unwrap_or_else(|_| Err(gone()))
     }
 
     /// Adds many jobs in one step (one script call), all-or-nothing: 1..=[`MAX_BULK_JOBS`]
@@ -243,6 +319,22 @@ impl Queue {
                 "the jobs add up to {bytes} bytes; at most {MAX_BULK_BYTES} in one call"
             )));
         }
+        let placed = self.store(prepared.iter(), false).await?;
+        prepared
+            .into_iter()
+            .zip(placed)
+            .map(|(p, placed)| Ok((p.id, placed?)))
+            .collect()
+    }
+
+    /// Writes prepared jobs in one `lua/q_enqueue.lua` call: all-or-nothing, or `each` on its
+    /// own (a present id then refuses only its job). Returns where each job went.
+    async fn store<'a>(
+        &self,
+        prepared: impl ExactSizeIterator<Item = &'a Prepared>,
+        each: bool,
+    ) -> AppResult<Vec<AppResult<Placed>>> {
+        let n = prepared.len();
         let mut c = self.queues.conn();
         let mut index = self.queues.conn();
         // The `sc:queues` index (which queues the promoter and the reaper look at) lives
@@ -271,8 +363,9 @@ impl Queue {
             }
         };
         let mut inv = self.invoke(&scripts::Q_ENQUEUE);
-        inv.arg(self.inner().clock.arg());
-        for p in &prepared {
+        inv.arg(self.inner().clock.arg())
+            .arg(if each { "1" } else { "" });
+        for p in prepared {
             let (when, at) = match p.when {
                 When::Now => ("", String::new()),
                 When::At(t) => ("at", t.to_string()),
@@ -293,25 +386,25 @@ impl Queue {
         }
         indexed?;
         let (_, r) = reply::split(v?)?;
+        if r.len() != 1 + 2 * n {
+            return Err(reply::bad("enqueue reply length"));
+        }
         let mut earliest: Option<i64> = None;
-        let placed = prepared
-            .into_iter()
-            .zip(r[1..].chunks_exact(2))
-            .map(|(p, e)| {
-                let placed = match e.first().and_then(reply::text).as_deref() {
-                    Some("delayed") => {
-                        let due = e
-                            .get(1)
-                            .and_then(reply::int)
-                            .ok_or_else(|| reply::bad("due"))?;
-                        earliest = Some(earliest.map_or(due, |t| t.min(due)));
-                        Placed::Delayed { run_at_ms: due }
-                    }
-                    _ => Placed::Ready,
-                };
-                Ok((p.id, placed))
+        let placed = r[1..]
+            .chunks_exact(2)
+            .map(|e| match reply::text(&e[0]).as_deref() {
+                Some("delayed") => {
+                    let due = reply::int(&e[1]).ok_or_else(|| reply::bad("due"))?;
+                    earliest = Some(earliest.map_or(due, |t| t.min(due)));
+                    Ok(Placed::Delayed { run_at_ms: due })
+                }
+                Some("conflict") => Err(AppError::new(
+                    ErrorCode::Conflict,
+                    reply::text(&e[1]).unwrap_or_default(),
+                )),
+                _ => Ok(Placed::Ready),
             })
-            .collect::<AppResult<Vec<_>>>()?;
+            .collect();
         // An earlier due time than the promoter planned for: wake it.
         if let Some(due) = earliest {
             self.inner().promoter.wake_if_earlier(due);

@@ -2,26 +2,22 @@
 //! board with submissions in flight applies every submission that arrived while its previous
 //! `lua/submit.lua` call was running in the next call.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use redis::Value;
 use scorecast_shared::{ErrorCode, Id, Op};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::{opt_rank, Accepted, Store, Submission};
 use crate::clock::Clock;
 use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
+use crate::lanes::Lane;
 use crate::{keys, reply, scripts};
-
-pub(super) type Batchers = Arc<Mutex<HashMap<Id, mpsc::UnboundedSender<Pending>>>>;
 
 /// A board's batcher stops after this long without submissions (the next one starts it again).
 pub const BATCHER_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A submission waiting for its batch, and where its result goes.
-type Pending = (Submission, oneshot::Sender<AppResult<Accepted>>);
+pub(super) type Pending = (Submission, oneshot::Sender<AppResult<Accepted>>);
 
 /// The most submissions one script call applies.
 const MAX_BATCH: usize = 128;
@@ -36,32 +32,16 @@ impl Store {
     pub async fn submit(&self, s: &Submission) -> AppResult<Accepted> {
         let (tx, rx) = oneshot::channel();
         let gone = || AppError::new(ErrorCode::Unavailable, "the submission queue stopped");
-        let mut pending = (s.clone(), tx);
-        // A batcher that has just retired (idle) refuses the send: the second try starts a
-        // fresh one.
-        for _ in 0..2 {
-            match self.batcher(&s.board).send(pending) {
-                Ok(()) => {
-                    return rx
-                        .await
-                        .unwrap_or_else(|_| Err(gone()))
-                        .map_err(outcome_unknown)
-                }
-                Err(mpsc::error::SendError(p)) => pending = p,
-            }
+        let store = self.clone();
+        let sent = self.batchers.send(&s.board, (s.clone(), tx), |lane| {
+            run_batches(store.clone(), lane)
+        });
+        if sent.is_err() {
+            return Err(outcome_unknown(gone()));
         }
-        Err(outcome_unknown(gone()))
-    }
-
-    fn batcher(&self, board: &Id) -> mpsc::UnboundedSender<Pending> {
-        let mut map = crate::sync::lock(&self.batchers);
-        if let Some(tx) = map.get(board).filter(|tx| !tx.is_closed()) {
-            return tx.clone();
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run_batches(self.clone(), board.clone(), rx));
-        map.insert(board.clone(), tx.clone());
-        tx
+        rx.await
+            .unwrap_or_else(|_| Err(gone()))
+            .map_err(outcome_unknown)
     }
 }
 
@@ -84,49 +64,18 @@ fn outcome_unknown(e: AppError) -> AppError {
 }
 
 /// Applies a board's queued submissions, as many as are waiting (up to [`MAX_BATCH`]) per
-/// script call, until every sender is gone.
-async fn run_batches(store: Store, board: Id, mut rx: mpsc::UnboundedReceiver<Pending>) {
+/// script call, until the lane retires.
+async fn run_batches(store: Store, mut lane: Lane<Pending>) {
     let Store {
         mut conn,
         clock,
-        batchers,
-        batcher_idle: idle,
         replica_wait,
         commits,
+        ..
     } = store;
+    let board = lane.key().clone();
     let mut batch: Vec<Pending> = Vec::with_capacity(MAX_BATCH);
-    let mut retiring = false;
-    loop {
-        let first = if retiring {
-            // Closed: apply what was sent before the close, then stop.
-            match rx.try_recv() {
-                Ok(p) => p,
-                Err(_) => return,
-            }
-        } else {
-            match tokio::time::timeout(idle, rx.recv()).await {
-                Ok(Some(p)) => p,
-                Ok(None) => return,
-                Err(_) => {
-                    // Idle: retire, so that boards nobody submits to (or that do not exist)
-                    // hold no task and no map entry.
-                    let mut map = crate::sync::lock(&batchers);
-                    rx.close();
-                    if map.get(&board).is_some_and(|tx| tx.is_closed()) {
-                        map.remove(&board);
-                    }
-                    retiring = true;
-                    continue;
-                }
-            }
-        };
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
-            }
-        }
+    while lane.next(&mut batch, |b, _| b.len() < MAX_BATCH).await {
         let hook = commits.get().filter(|h| h.wants(&board));
         match apply_batch(
             &mut conn,

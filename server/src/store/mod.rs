@@ -22,9 +22,9 @@ use serde::Serialize;
 use crate::clock::Clock;
 use crate::conn::RedisConn;
 use crate::error::{AppError, AppResult};
+use crate::lanes::Lanes;
 use crate::{keys, reply, scripts};
 pub use audit::AuditPage;
-use batch::Batchers;
 pub use batch::{pack_submissions, BATCHER_IDLE};
 pub use buckets::{BucketCount, BucketsPage};
 pub use league::{LeagueConfig, Move, Moves, MAX_TIERS};
@@ -61,8 +61,7 @@ pub struct Store {
     conn: RedisConn,
     clock: Clock,
     /// One group-commit queue per board (see [`Store::submit`]).
-    batchers: Batchers,
-    batcher_idle: std::time::Duration,
+    batchers: Lanes<batch::Pending>,
     /// `(replicas, timeout_ms)`: submissions are acknowledged once that many replicas have them.
     replica_wait: Option<(u32, u64)>,
     /// Told of each batch's change event before its results are handed out (see [`OnCommit`]).
@@ -225,8 +224,7 @@ impl Store {
         Store {
             conn,
             clock,
-            batchers: Arc::default(),
-            batcher_idle: BATCHER_IDLE,
+            batchers: Lanes::new(BATCHER_IDLE),
             replica_wait: None,
             commits: Arc::default(),
         }
@@ -239,7 +237,7 @@ impl Store {
 
     /// How long a board's batcher waits for submissions before it stops (tests shorten it).
     pub fn with_batcher_idle(mut self, idle: std::time::Duration) -> Store {
-        self.batcher_idle = idle;
+        self.batchers = self.batchers.with_idle(idle);
         self
     }
 
@@ -252,7 +250,7 @@ impl Store {
 
     /// Boards with a running batcher.
     pub fn batching_boards(&self) -> usize {
-        crate::sync::lock(&self.batchers).len()
+        self.batchers.running()
     }
 
     pub fn clock(&self) -> &Clock {
