@@ -492,6 +492,74 @@ async fn racing_single_enqueues_share_script_calls_and_each_is_answered_alone() 
     assert_eq!(claimed, IDS);
 }
 
+/// Sends SIGSTOP or SIGCONT to a process.
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Resumes a stopped Redis when dropped (a failed assertion must not leave it stopped).
+struct Resume(u32);
+impl Drop for Resume {
+    fn drop(&mut self) {
+        signal(self.0, "-CONT");
+    }
+}
+
+/// An enqueue answered `unavailable` may or may not have been applied; enqueuing again with the
+/// same id settles it (docs/queues.md): 40 single enqueues sent together while Redis is paused
+/// (SIGSTOP) are all answered `unavailable`; once it resumes, each is retried with its id until
+/// answered — enqueued, or `conflict` when the first attempt had reached Redis and ran on
+/// resume — and the queue then holds each job exactly once, with its body.
+#[tokio::test]
+async fn an_unavailable_enqueue_is_settled_by_enqueuing_the_same_id_again() {
+    const JOBS: usize = 40;
+    let app = manual_app().await;
+    let q = queue(&app, "stall");
+    let enqueue = |n: usize| {
+        let q = q.clone();
+        async move {
+            q.enqueue(job("stall", json!({"n": n})).id(id(&format!("s{n}"))))
+                .await
+        }
+    };
+    let pid = app.redis.pid();
+    signal(pid, "-STOP");
+    let resume = Resume(pid);
+    let answers = futures_util::future::join_all((0..JOBS).map(enqueue)).await;
+    for r in &answers {
+        let e = r.as_ref().expect_err("answered while Redis was stopped");
+        assert_eq!(e.code, ErrorCode::Unavailable, "{e:?}");
+    }
+    drop(resume);
+    let mut conflicts = 0;
+    for n in 0..JOBS {
+        match enqueue(n).await {
+            Ok(got) => assert_eq!(got.as_str(), format!("s{n}")),
+            Err(e) if e.code == ErrorCode::Conflict => conflicts += 1,
+            Err(e) => panic!("retry of s{n}: {e:?}"),
+        }
+    }
+    println!("{conflicts} of {JOBS} retries found their job already enqueued");
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        let got = q.claim_batch(LEASE, MAX_CLAIM_BATCH).await.unwrap();
+        if got.is_empty() {
+            break;
+        }
+        for c in got {
+            let body: Value = serde_json::from_str(c.job.payload.get()).unwrap();
+            assert_eq!(c.job.id, format!("s{}", body["n"]));
+            assert!(seen.insert(c.job.id.clone()), "{} twice", c.job.id);
+        }
+    }
+    assert_eq!(seen.len(), JOBS, "every job once");
+}
+
 /// Bulk enqueue refusals: an empty list, more than 1000 jobs, one bad job (named by its place),
 /// an id twice in the list, an unknown field, a body over 64 KiB — 400 (413 for the size) — and
 /// one id already in the queue — 409 `conflict` — each leave Redis exactly as it was, the valid
