@@ -372,6 +372,11 @@ async fn live_views_are_within_the_bucket_and_other_buckets_hear_nothing() {
         wa.send_json(json!({"type": "unsubscribe", "board": "b", "view": view}))
             .await;
     }
+    // Unsubscribing has no answer: a ping's pong, answered in order after them, says the
+    // session has done both before the score below is sent (over HTTP, not after them).
+    wa.send_json(json!({"type": "ping"})).await;
+    let pong = wa.next_json().await;
+    assert_eq!(pong["type"], "pong", "{pong}");
     assert_eq!(submit(&app, "b", "a2", "up", 100).await.status, 200);
     let me = wa.recv_until(EVENTUALLY, |_| true).await;
     assert_eq!(
