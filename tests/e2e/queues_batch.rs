@@ -492,24 +492,6 @@ async fn racing_single_enqueues_share_script_calls_and_each_is_answered_alone() 
     assert_eq!(claimed, IDS);
 }
 
-/// Sends SIGSTOP or SIGCONT to a process.
-fn signal(pid: u32, sig: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok, "kill {sig} {pid}");
-}
-
-/// Resumes a stopped Redis when dropped (a failed assertion must not leave it stopped).
-struct Resume(u32);
-impl Drop for Resume {
-    fn drop(&mut self) {
-        signal(self.0, "-CONT");
-    }
-}
-
 /// An enqueue answered `unavailable` may or may not have been applied; enqueuing again with the
 /// same id settles it (docs/queues.md): 40 single enqueues sent together while Redis is paused
 /// (SIGSTOP) are all answered `unavailable`; once it resumes, each is retried with its id until
@@ -527,9 +509,7 @@ async fn an_unavailable_enqueue_is_settled_by_enqueuing_the_same_id_again() {
                 .await
         }
     };
-    let pid = app.redis.pid();
-    signal(pid, "-STOP");
-    let resume = Resume(pid);
+    let resume = app.redis.pause();
     let answers = futures_util::future::join_all((0..JOBS).map(enqueue)).await;
     for r in &answers {
         let e = r.as_ref().expect_err("answered while Redis was stopped");

@@ -543,24 +543,6 @@ fn unpacked(reply: redis::Value) -> (Vec<redis::Value>, Vec<u8>) {
     }
 }
 
-/// Sends SIGSTOP or SIGCONT to a process.
-fn signal(pid: u32, sig: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok, "kill {sig} {pid}");
-}
-
-/// Resumes a stopped Redis when dropped (a failed assertion must not leave it stopped).
-struct Resume(u32);
-impl Drop for Resume {
-    fn drop(&mut self) {
-        signal(self.0, "-CONT");
-    }
-}
-
 /// `unavailable` means the outcome is unknown, and a retry with the same id settles it: a
 /// submission sent while Redis is paused (SIGSTOP; the server gives up after 3 s) is answered
 /// `unavailable`, saying so; once Redis resumes, the retry with its id is acked (a `duplicate`
@@ -573,9 +555,7 @@ async fn unavailable_means_outcome_unknown_and_the_same_id_settles_it() {
     let mut c = ws::WsClient::connect(&app.ws_url()).await;
     c.hello(&app.token("ann", None)).await;
 
-    let pid = app.redis.pid();
-    signal(pid, "-STOP");
-    let resume = Resume(pid);
+    let resume = app.redis.pause();
     let r = c.submit("u-1", "stall", 5).await;
     assert_eq!(r["type"], "rejected", "{r}");
     assert_eq!(r["code"], "unavailable", "{r}");

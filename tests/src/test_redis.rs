@@ -56,6 +56,13 @@ impl TestRedis {
         self.process.pid()
     }
 
+    /// Stops redis-server (SIGSTOP) until the returned guard is dropped (SIGCONT): a Redis that
+    /// takes commands and answers none, so a failed assertion never leaves it stopped.
+    pub fn pause(&self) -> Paused {
+        signal(self.pid(), "-STOP");
+        Paused(self.pid())
+    }
+
     /// While `refuse` holds, new connections are closed at once (as if redis-server were
     /// unreachable) and open ones go on: an outage of whatever reconnects, on demand.
     pub fn refuse_new_connections(&self, refuse: bool) {
@@ -295,4 +302,23 @@ impl Drop for ClusterNode {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A stopped redis-server, resumed when dropped ([`TestRedis::pause`]).
+pub struct Paused(u32);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        signal(self.0, "-CONT");
+    }
+}
+
+/// Sends `sig` (`-STOP`, `-CONT`) to a process.
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
 }
