@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::Method;
 use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
-use scorecast_server::queue::{NewJob, Queue, MAX_CLAIM_BATCH};
+use scorecast_server::queue::{Claimed, NewJob, Queue, MAX_CLAIM_BATCH};
 use scorecast_shared::ErrorCode;
 use scorecast_tests::{id, spawn_app_with, TestApp};
 use serde_json::{json, Value};
@@ -32,6 +32,18 @@ fn job(kind: &str, payload: Value) -> NewJob {
 
 fn queue(app: &TestApp, name: &str) -> Queue {
     app.state.queues.get(&id(name))
+}
+
+/// Claims every ready job of `q`, in claim order (batches of the most one call takes).
+async fn claim_all(q: &Queue) -> Vec<Claimed> {
+    let mut all = Vec::new();
+    loop {
+        let got = q.claim_batch(LEASE, MAX_CLAIM_BATCH).await.unwrap();
+        if got.is_empty() {
+            return all;
+        }
+        all.extend(got);
+    }
 }
 
 /// The keys of a queue that hold jobs: all but the FIFO counter and the wake-up list.
@@ -410,19 +422,12 @@ async fn bulk_enqueue_adds_every_job_in_one_call() {
     let jobs: Vec<_> = (0..1000).map(|i| job("n", json!(i)).priority(3)).collect();
     let placed = q.enqueue_bulk(jobs).await.unwrap();
     assert_eq!(placed.len(), 1000);
-    let mut n = 0;
-    loop {
-        let got = q.claim_batch(LEASE, MAX_CLAIM_BATCH).await.unwrap();
-        if got.is_empty() {
-            break;
-        }
-        for c in got {
-            assert_eq!(c.job.payload.get(), n.to_string(), "FIFO within a priority");
-            assert_eq!(c.job.id, placed[n].0.as_str());
-            n += 1;
-        }
+    let claimed = claim_all(&q).await;
+    assert_eq!(claimed.len(), 1000);
+    for (n, c) in claimed.iter().enumerate() {
+        assert_eq!(c.job.payload.get(), n.to_string(), "FIFO within a priority");
+        assert_eq!(c.job.id, placed[n].0.as_str());
     }
-    assert_eq!(n, 1000);
 }
 
 /// Single enqueues racing on one queue go to Redis together (group commit), yet each is
@@ -471,25 +476,18 @@ async fn racing_single_enqueues_share_script_calls_and_each_is_answered_alone() 
         "{calls} script calls for {} enqueues: they were not grouped",
         2 * IDS
     );
-    let mut claimed = 0;
-    loop {
-        let got = q.claim_batch(LEASE, MAX_CLAIM_BATCH).await.unwrap();
-        if got.is_empty() {
-            break;
-        }
-        for c in got {
-            let body: Value = serde_json::from_str(c.job.payload.get()).unwrap();
-            let n = body["n"].as_u64().unwrap() as usize;
-            assert_eq!(c.job.id, format!("j{n}"));
-            assert_eq!(
-                body["by"].as_u64().unwrap() as usize,
-                winner[&n],
-                "the winner's body"
-            );
-            claimed += 1;
-        }
+    let claimed = claim_all(&q).await;
+    for c in &claimed {
+        let body: Value = serde_json::from_str(c.job.payload.get()).unwrap();
+        let n = body["n"].as_u64().unwrap() as usize;
+        assert_eq!(c.job.id, format!("j{n}"));
+        assert_eq!(
+            body["by"].as_u64().unwrap() as usize,
+            winner[&n],
+            "the winner's body"
+        );
     }
-    assert_eq!(claimed, IDS);
+    assert_eq!(claimed.len(), IDS);
 }
 
 /// An enqueue answered `unavailable` may or may not have been applied; enqueuing again with the
@@ -526,16 +524,10 @@ async fn an_unavailable_enqueue_is_settled_by_enqueuing_the_same_id_again() {
     }
     println!("{conflicts} of {JOBS} retries found their job already enqueued");
     let mut seen = std::collections::HashSet::new();
-    loop {
-        let got = q.claim_batch(LEASE, MAX_CLAIM_BATCH).await.unwrap();
-        if got.is_empty() {
-            break;
-        }
-        for c in got {
-            let body: Value = serde_json::from_str(c.job.payload.get()).unwrap();
-            assert_eq!(c.job.id, format!("s{}", body["n"]));
-            assert!(seen.insert(c.job.id.clone()), "{} twice", c.job.id);
-        }
+    for c in claim_all(&q).await {
+        let body: Value = serde_json::from_str(c.job.payload.get()).unwrap();
+        assert_eq!(c.job.id, format!("s{}", body["n"]));
+        assert!(seen.insert(c.job.id.clone()), "{} twice", c.job.id);
     }
     assert_eq!(seen.len(), JOBS, "every job once");
 }
