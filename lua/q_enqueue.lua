@@ -53,8 +53,8 @@ for i = 0, n - 1 do
 end
 
 -- Then every accepted job's state and place, gathered into one HSET and at most one ZADD per
--- set (a call per job cost more than the rest of the script): ready now, in FIFO order within
--- its priority from one block of the seq counter, or delayed until due.
+-- set: ready now, in FIFO order within its priority from one block of the seq counter, or
+-- delayed until due.
 local out = {'ok', now}
 local fields, ready, delayed = {}, {}, {}
 for i = 0, n - 1 do
