@@ -9,7 +9,9 @@ use std::time::Duration;
 use reqwest::Method;
 use scorecast_server::clock::Clock;
 use scorecast_server::config::Settings;
-use scorecast_server::queue::{Claimed, NewJob, Queue, MAX_CLAIM_BATCH};
+use scorecast_server::queue::{
+    Claimed, NewJob, Queue, MAX_BULK_BYTES, MAX_BULK_JOBS, MAX_CLAIM_BATCH,
+};
 use scorecast_shared::ErrorCode;
 use scorecast_tests::{id, spawn_app_with, TestApp};
 use serde_json::{json, Value};
@@ -488,6 +490,103 @@ async fn racing_single_enqueues_share_script_calls_and_each_is_answered_alone() 
         );
     }
     assert_eq!(claimed.len(), IDS);
+}
+
+/// The jobs of each enqueue script call, from Redis's slow log (every command logged): the
+/// script gets 8 keys, the clock, the each-on-its-own flag and 6 arguments per job, and the log
+/// keeps a long command's argument count in its last entry ("... (N more arguments)").
+async fn enqueue_calls_logged(app: &TestApp, queue: &str) -> Vec<usize> {
+    let mut c = app.redis_conn_direct().await;
+    let log: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(-1)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let ready = format!("q:{{{queue}}}:ready");
+    let mut calls = Vec::new();
+    for entry in log {
+        let redis::Value::Array(fields) = entry else {
+            panic!("a slow log entry: {entry:?}")
+        };
+        let args: Vec<String> = redis::from_redis_value(fields[3].clone()).unwrap();
+        if !args[0].eq_ignore_ascii_case("evalsha") || args.get(3) != Some(&ready) {
+            continue;
+        }
+        let argc = match args[31..].first().and_then(|a| a.strip_prefix("... (")) {
+            Some(more) => 31 + more.split(' ').next().unwrap().parse::<usize>().unwrap(),
+            None => args.len(),
+        };
+        assert_eq!((argc - 13) % 6, 0, "an enqueue call of {argc} arguments");
+        calls.push((argc - 13) / 6);
+    }
+    calls
+}
+
+/// The group commit of single enqueues keeps each script call within a bulk enqueue's bounds:
+/// 40 enqueues of about 100 000 bytes each, raced on one queue, reach Redis in calls of at most
+/// 10 jobs (1 MiB), and 2 500 small ones in calls of at most 1 000; every job is enqueued once.
+/// Redis's slow log, set to log every command, shows each call's arguments.
+#[tokio::test]
+async fn racing_single_enqueues_are_split_at_a_bulk_enqueues_bounds() {
+    let app = manual_app().await;
+    let mut c = app.redis_conn_direct().await;
+    // Redis knows the script from here on: no call is logged twice (once refused `NOSCRIPT`).
+    queue(&app, "warm").enqueue(job("warm", json!(0))).await.unwrap();
+    for (name, n, pad) in [("big", 40, 100_000), ("many", 2_500, 0)] {
+        let q = queue(&app, name);
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(0)
+            .arg("slowlog-max-len")
+            .arg(10_000)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("SLOWLOG")
+            .arg("RESET")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let tasks: Vec<_> = (0..n)
+            .map(|i| {
+                let q = q.clone();
+                let pad = "x".repeat(pad);
+                tokio::spawn(async move { q.enqueue(job(name, json!({"i": i, "pad": pad}))).await })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap().expect("enqueued");
+        }
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(10_000)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let calls = enqueue_calls_logged(&app, name).await;
+        assert_eq!(
+            calls.iter().sum::<usize>(),
+            n,
+            "{name}: every job in one call: {calls:?}"
+        );
+        let most = if pad > 0 {
+            MAX_BULK_BYTES / pad
+        } else {
+            MAX_BULK_JOBS
+        };
+        assert!(
+            calls.iter().all(|&jobs| jobs <= most),
+            "{name}: a call above {most} jobs: {calls:?}"
+        );
+        assert!(
+            calls.iter().any(|&jobs| jobs > 1),
+            "{name}: nothing grouped: {calls:?}"
+        );
+        assert_eq!(q.counts().await.unwrap().ready, n as u64, "{name}");
+    }
 }
 
 /// An enqueue answered `unavailable` may or may not have been applied; enqueuing again with the
