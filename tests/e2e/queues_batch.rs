@@ -532,7 +532,10 @@ async fn racing_single_enqueues_are_split_at_a_bulk_enqueues_bounds() {
     let app = manual_app().await;
     let mut c = app.redis_conn_direct().await;
     // Redis knows the script from here on: no call is logged twice (once refused `NOSCRIPT`).
-    queue(&app, "warm").enqueue(job("warm", json!(0))).await.unwrap();
+    queue(&app, "warm")
+        .enqueue(job("warm", json!(0)))
+        .await
+        .unwrap();
     for (name, n, pad) in [("big", 40, 100_000), ("many", 2_500, 0)] {
         let q = queue(&app, name);
         let _: () = redis::cmd("CONFIG")
@@ -572,11 +575,7 @@ async fn racing_single_enqueues_are_split_at_a_bulk_enqueues_bounds() {
             n,
             "{name}: every job in one call: {calls:?}"
         );
-        let most = if pad > 0 {
-            MAX_BULK_BYTES / pad
-        } else {
-            MAX_BULK_JOBS
-        };
+        let most = MAX_BULK_BYTES.checked_div(pad).unwrap_or(MAX_BULK_JOBS);
         assert!(
             calls.iter().all(|&jobs| jobs <= most),
             "{name}: a call above {most} jobs: {calls:?}"
