@@ -10,7 +10,8 @@
 -- Every write is absolute: `lg` player -> the board they play on now (HSET of a computed value,
 -- never a count), so applying the same moves again ends in the same state. A player leaving
 -- loses any entry they made here in the next season before this ran (its score, bucket entry
--- and bucket place, free again if that bucket is still filling), so each player is on one tier. The done marker
+-- and bucket place, free again if that bucket is still filling), so each player is on one tier;
+-- those removals are published as one change event (the shape of lua/remove.lua's). The done marker
 -- `lg:done:<season>` (the moves' count) is written in the same script: a second call changes
 -- nothing and answers 0.
 -- Returns {'ok', applied (1) or 0 (done before)} or {'err', code, message}.
@@ -24,12 +25,22 @@ if redis.call('EXISTS', done) == 1 then return {'ok', 0} end
 local moves = cjson.decode(ARGV[3])
 local next_season = ARGV[2]
 local placed = prefix .. 'lg'
+local key = prefix .. 's:' .. next_season
+local removed, nr = {}, 0 -- the change event's entries: the entries removed, in order
 for _, m in ipairs(moves) do
   local player, now_on = m[1], m[2]
   redis.call('HSET', placed, player, now_on)
   if now_on ~= board then
-    if redis.call('ZREM', prefix .. 's:' .. next_season, player) == 1 then
-      bucket_mirror(prefix, cfg, next_season, player, nil)
+    local old = redis.call('ZSCORE', key, player)
+    if old then
+      local prev_rank = rank_of(key, cfg, player, tonumber(old))
+      redis.call('ZREM', key, player)
+      local n, in_bucket = bucket_mirror(prefix, cfg, next_season, player, nil)
+      local tail = ''
+      if n then prev_rank, tail = in_bucket or prev_rank, ',"bucket":' .. fmt(n) end
+      nr = nr + 1
+      removed[nr] = '{"player":"' .. player .. '","score":null,"rank":null,"previous_rank":' ..
+        fmt(prev_rank) .. tail .. '}'
     end
     -- Their place in a bucket goes too; in the bucket still filling, it is free again.
     local bk = prefix .. 'bk:' .. next_season
@@ -39,6 +50,10 @@ for _, m in ipairs(moves) do
       if n == redis.call('HGET', bk, '#open') then redis.call('HINCRBY', bk, '#fill', -1) end
     end
   end
+end
+-- Removed entries are a change like lua/remove.lua's: views of this board hear of it.
+if nr > 0 then
+  publish_change(prefix, board, next_season, ',"changes":[' .. table.concat(removed, ',') .. ']')
 end
 redis.call('SET', done, fmt(#moves))
 return {'ok', 1}

@@ -661,6 +661,62 @@ async fn a_moved_player_is_told_on_their_websocket() {
     }
 }
 
+/// A moved player's entry on the tier they left (scored in the new season before the close ran)
+/// is removed by the close, and the old tier's live views hear of it: a rival watching `top`
+/// and `me` of their shared bucket gets the table without the moved player, and moves up.
+#[tokio::test]
+async fn a_moved_players_early_entry_leaves_the_old_tiers_live_views() {
+    use scorecast_tests::ws::WsClient;
+    let app = app().await;
+    put_league(&app, "weekly", weekly()).await;
+    scores(&app, "bronze", "d1", &[("p1", 10), ("p2", 20), ("p3", 30)]).await;
+    app.clock.set(DAY_END);
+    // The season's other jobs run (their events refresh every view); the close waits.
+    let close = id("league.close.weekly.2025-03-10");
+    app.state
+        .queues
+        .get(&id("scorecast"))
+        .delete(&close)
+        .await
+        .unwrap();
+    run_jobs(&app, &Recorder::default()).await;
+    // The new season, before its close ran: p3 (moving up) and p1 (staying) share a bucket.
+    scores(&app, "bronze", "early", &[("p3", 50), ("p1", 40)]).await;
+    let mut ws = WsClient::connect(&app.ws_url()).await;
+    assert_eq!(ws.hello(&app.token("p1", None)).await["type"], "welcome");
+    let top = ws.subscribe("bronze", "top", json!({"limit": 10})).await;
+    let players = |v: &Value| -> Vec<String> {
+        v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["player"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(players(&top), ["p3", "p1"], "{top}");
+    let me = ws.subscribe("bronze", "me", json!({})).await;
+    assert_eq!(me["rank"], 2, "{me}");
+    jobs::handle(
+        &app.state,
+        &Recorder::default(),
+        &close_job("2025-03-10", DAY_END),
+    )
+    .await
+    .unwrap();
+    let top = ws
+        .recv_until(scorecast_tests::EVENTUALLY, |v| v["type"] == "top")
+        .await;
+    assert_eq!(players(&top), ["p1"], "{top}");
+    let me = ws
+        .recv_until(scorecast_tests::EVENTUALLY, |v| v["type"] == "rank")
+        .await;
+    assert_eq!(
+        (me["rank"].clone(), me["score"].clone()),
+        (json!(1), json!(40)),
+        "{me}"
+    );
+}
+
 /// The same close run by two instances at once (a redelivery racing the first delivery): the
 /// moves are stored once, applied once per tier, the season closed once, and each moved player
 /// gets one `notify` job.
