@@ -152,7 +152,10 @@ local function league_refusal(prefix, cfg, board, player)
     return 'wrong_tier', player .. ' plays on ' .. on .. ' in league ' .. l.league .. ', not on ' .. board
   end
   if l.tier == 0 then return nil end
-  return 'wrong_tier', player .. ' was not placed on ' .. board .. ' in league ' .. l.league .. ': new players enter on ' .. l.entry
+  -- Only this board's placements are in its slot: whether the player was moved to another tier
+  -- is not known here, so the message says where to ask.
+  return 'wrong_tier', player .. ' does not play on ' .. board .. ' in league ' .. l.league ..
+    ' (new players enter on ' .. l.entry .. '; GET /v1/leagues/' .. l.league .. '/me tells a player\'s tier)'
 end
 
 -- Records a newly started season and drops those beyond keep_seasons (current + keep past),

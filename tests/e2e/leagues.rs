@@ -344,7 +344,17 @@ async fn three_seasons_move_each_buckets_first_up_and_last_down_exactly_once() {
         .collect();
     let up = |p: &str, b| (p.to_owned(), "up".to_owned(), b, 1);
     assert_eq!(listed, [up("p3", 1), up("p6", 2), up("p9", 3)]);
-    assert!(moves.body["closed_ms"].as_i64().is_some());
+    assert!(
+        moves.body["closed_ms"].as_i64() >= moves.body["computed_ms"].as_i64(),
+        "closed once computed: {:?}",
+        moves.body
+    );
+    // Without `season`: the last season that ended.
+    let last = app
+        .call(Method::GET, "/admin/leagues/weekly/moves", None, true)
+        .await;
+    assert_eq!(last.status, 200, "{:?}", last.body);
+    assert_eq!(last.body, moves.body);
     assert_eq!(
         tiers_of(&app, &all).await,
         expect(&[

@@ -162,13 +162,14 @@ pub async fn list_leagues(_: Reader, st: web::Data<AppState>) -> AppResult<HttpR
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct MovesQuery {
-    /// The ended season.
-    pub season: String,
+    /// The ended season (default: the last one that ended, the season before the current one).
+    pub season: Option<String>,
 }
 
-/// The moves of one ended season of a league, as the `league.close` job computed them from the
-/// frozen standings (in tier, bucket and rank order), with `closed_ms` once they were applied
-/// to every tier; `not_found` before the job computed them.
+/// The moves of one ended season of a league (by default the last that ended), as the
+/// `league.close` job computed them from the frozen standings (in tier, bucket and rank order),
+/// with `closed_ms` once they were applied to every tier; `not_found` before the job computed
+/// them.
 #[utoipa::path(params(("league" = String, Path), MovesQuery), responses((status = 200, body = Moves), (status = 404)), tag = "leagues", security(("admin" = [])))]
 #[get("/admin/leagues/{league}/moves")]
 pub async fn moves(
@@ -178,8 +179,18 @@ pub async fn moves(
     q: web::Query<MovesQuery>,
 ) -> AppResult<HttpResponse> {
     let league = AppState::id(&path)?;
-    let season = AppState::id(&q.season)?;
-    st.store.league(&league).await?;
+    let season = q.season.as_deref().map(AppState::id).transpose()?;
+    let cfg = st.store.league(&league).await?;
+    let season = match season {
+        Some(s) => s.into_string(),
+        None => {
+            let now = st.queues.clock().now_ms();
+            crate::jobs::calendar_season(cfg.reset, now)
+                .and_then(|(_, start, _)| crate::jobs::calendar_season(cfg.reset, start - 1))
+                .map(|(name, _, _)| name)
+                .ok_or_else(|| AppError::bad_request("the league has no calendar"))?
+        }
+    };
     let moves = st
         .store
         .moves(&league, season.as_str())

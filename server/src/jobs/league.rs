@@ -187,8 +187,10 @@ pub(super) async fn close(st: &AppState, p: LeagueClosePayload) -> anyhow::Resul
         // again (a worker that dies between the two tells the players whose push already
         // went out a second time: at least once across that crash).
         notify_moves(st, &moves).await.map_err(app)?;
+        // Now, once every tier has them: never before the moves were computed.
+        let closed = st.queues.clock().now_ms();
         st.store
-            .mark_closed(&league, &p.season, now)
+            .mark_closed(&league, &p.season, closed)
             .await
             .map_err(app)?;
         tracing::info!(%league, season = %p.season, moves = moves.moves.len(), "league season closed");
