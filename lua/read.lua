@@ -34,6 +34,12 @@ if mode == 'final' then
   season = ARGV[2]
   if season == '' then season = redis.call('GET', prefix .. 't:last') end
   if not season or redis.call('EXISTS', prefix .. 't:' .. season .. ':ended') == 0 then
+    if ARGV[2] ~= '' and not resolve_season(prefix, cfg, now, ARGV[2]) then
+      return {'err', 'unknown_season', 'no season ' .. ARGV[2]}
+    end
+    if not season and not tournament_of(cfg) then
+      return {'err', 'not_found', 'board ' .. board_of(prefix) .. ' has no tournament'}
+    end
     return {'err', 'not_found', 'no final standings' .. (ARGV[2] ~= '' and (' of season ' .. ARGV[2]) or '') .. ': the tournament has not ended'}
   end
   start = tonumber(redis.call('ZSCORE', prefix .. 'seasons', season) or '0')

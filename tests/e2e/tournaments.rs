@@ -476,6 +476,30 @@ async fn the_end_job_freezes_the_final_standings_and_rewards_once() {
         "{:?}",
         r.body
     );
+    // A season the board never had, and a board without a tournament, say so.
+    let r = app.get("/v1/boards/cup/final?season=2001-01-01").await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (404, "unknown_season"),
+        "{:?}",
+        r.body
+    );
+    app.board("plain", json!({})).await;
+    let r = app.get("/v1/boards/plain/final").await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (404, "not_found"),
+        "{:?}",
+        r.body
+    );
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("has no tournament"),
+        "{:?}",
+        r.body
+    );
     let rec = Recorder::default();
     assert_eq!(
         run_jobs(&app, &rec).await,
