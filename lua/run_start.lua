@@ -3,7 +3,7 @@
 --
 -- KEYS[1]  lb:{<board>}:config
 -- KEYS[2]  lb:{<board>}:run:<run id>      the run: JSON {player, seed, started_ms, expires_ms},
---                                          expiring with the run
+--                                          kept KEPT_MS past the run's end
 -- KEYS[3]  lb:{<board>}:runs:<player>     the player's open runs: run id -> expires_ms
 -- ARGV[1] player   ARGV[2] run id   ARGV[3] seed   ARGV[4] ttl_ms   ARGV[5] most open runs
 -- ARGV[6] now_ms override ('' = TIME)
@@ -19,6 +19,12 @@
 -- tier board a player who does not play on this tier is refused `wrong_tier`.
 -- Returns {'ok', started_ms, expires_ms, seed} or {'err', code, message}; an error changes
 -- nothing.
+
+-- A run's record is kept this long past its end, so that its id is answered `conflict` (not
+-- started again) for that long: longer than any dedup record of its checkpoints lives (their
+-- submission ids are `<run>.<proof length>`; a record lives at most about 40 minutes after it
+-- was written, lua/submit.lua), so a later run that reuses the id never meets the old run's.
+local KEPT_MS = 3600000
 
 local prefix = string.sub(KEYS[1], 1, -7)
 local raw = redis.call('GET', KEYS[1])
@@ -36,6 +42,9 @@ if existing then
   local run = cjson.decode(existing)
   if run.player == ARGV[1] and run.expires_ms > now then
     return {'ok', run.started_ms, run.expires_ms, run.seed}
+  end
+  if run.player == ARGV[1] then
+    return {'err', 'conflict', 'run ' .. ARGV[2] .. ' has expired: start a run with a new id'}
   end
   return {'err', 'conflict', 'run id in use'}
 end
@@ -67,7 +76,7 @@ if tour then
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', fmt(now))
 local expires = now + ttl
-redis.call('SET', KEYS[2], cjson.encode({player = ARGV[1], seed = tonumber(ARGV[3]), started_ms = now, expires_ms = expires}), 'PX', ttl)
+redis.call('SET', KEYS[2], cjson.encode({player = ARGV[1], seed = tonumber(ARGV[3]), started_ms = now, expires_ms = expires}), 'PX', ttl + KEPT_MS)
 redis.call('ZADD', KEYS[3], fmt(expires), ARGV[2])
 redis.call('PEXPIRE', KEYS[3], ttl)
 return {'ok', now, expires, tonumber(ARGV[3])}

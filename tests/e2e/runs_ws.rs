@@ -359,10 +359,30 @@ async fn an_expired_run_takes_no_proofs_and_frees_its_place() {
         "a proof to an expired run changed Redis"
     );
 
+    // Its id is not a new run: `conflict`, for an hour past its end (the record's lifetime in
+    // Redis, which expires it on its own clock), and nothing changes.
+    let a = start_run(&mut alice, "r-1", BOARD).await;
+    assert_eq!(outcome(&a), ("rejected", "conflict"), "{a}");
+    assert!(a["message"].as_str().unwrap().contains("expired"), "{a}");
+    assert_eq!(
+        app.dump().await,
+        before,
+        "an expired run's id changed Redis"
+    );
+    let mut c = app.redis_conn().await;
+    let kept: i64 = redis::cmd("PTTL")
+        .arg(format!("lb:{{{BOARD}}}:run:{id}"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert!(
+        kept > 60_000 + 3_600_000 - 30_000,
+        "the record expires in {kept} ms"
+    );
+
     let next = start_run(&mut alice, "r-3", BOARD).await;
     assert_eq!(next["type"], "run", "the expired run still counts: {next}");
     assert_ne!(next["run"], run["run"]);
-    let mut c = app.redis_conn().await;
     let open: Vec<String> = redis::cmd("ZRANGE")
         .arg(format!("lb:{{{BOARD}}}:runs:alice"))
         .arg(0)
