@@ -482,10 +482,25 @@ async fn connections_per_address_are_capped() {
     let app = spawn_app_with(|s| s.max_conns_per_addr = 2, Clock::Redis).await;
     let _a = WsClient::connect(&app.ws_url()).await;
     let b = WsClient::connect(&app.ws_url()).await;
-    assert!(
-        WsClient::try_connect(&app.ws_url(), None).await.is_err(),
-        "a third connection is refused"
-    );
+    // A third is refused 429 `rate_limited`, with the headers of any 429.
+    match WsClient::try_connect(&app.ws_url(), None).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => {
+            assert_eq!(res.status(), 429);
+            let h = |name: &str| res.headers().get(name).and_then(|v| v.to_str().ok());
+            assert_eq!(
+                (
+                    h("retry-after"),
+                    h("ratelimit-limit"),
+                    h("ratelimit-remaining")
+                ),
+                (Some("1"), Some("2"), Some("0"))
+            );
+            let body: Value = serde_json::from_slice(res.body().as_deref().unwrap_or_default())
+                .expect("a JSON error body");
+            assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+        }
+        other => panic!("a third connection: {:?}", other.map(|_| ())),
+    }
     drop(b);
     // The slot frees once the server notices the close.
     let deadline = Instant::now() + WAIT;

@@ -10,7 +10,7 @@ use scorecast_shared::{ErrorCode, Id, View};
 
 use super::outbox::Outbox;
 use super::{Hub, Inner, SessionEntry, SessionId, State};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, RateInfo};
 use crate::metrics;
 
 /// A connected session's membership in the hub. Dropping it removes the session and its views
@@ -48,12 +48,18 @@ impl Hub {
         if let Some(ip) = addr {
             let n = st.conns.entry(ip).or_default();
             if inner.max_conns_per_addr > 0 && *n >= inner.max_conns_per_addr {
-                return Err(AppError::new(
-                    ErrorCode::RateLimited,
-                    format!(
-                        "at most {} WebSocket connections per client address",
-                        inner.max_conns_per_addr
-                    ),
+                // No time is known when a place frees (when one of the address's connections
+                // ends): the headers say to try again in a second.
+                let max = u64::from(inner.max_conns_per_addr);
+                return Err(AppError::rate_limited(
+                    format!("at most {max} WebSocket connections per client address"),
+                    RateInfo {
+                        allowed: false,
+                        limit: max,
+                        remaining: 0,
+                        retry_after_ms: 1000,
+                        reset_ms: 1000,
+                    },
                 ));
             }
             *n += 1;
