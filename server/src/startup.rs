@@ -163,6 +163,13 @@ impl Application {
                 .app_data(data.clone())
                 .wrap(actix_web::middleware::Compress::default())
                 .wrap(crate::http::cors(cors_settings.clone()))
+                // Refusals made outside the handlers (no route, a method the path does not
+                // take) get the JSON error body too.
+                .wrap_fn(|req, srv| {
+                    use actix_web::dev::Service;
+                    let fut = srv.call(req);
+                    async move { crate::http::json_errors(fut.await?).await }
+                })
                 .wrap_fn(|req, srv| {
                     use actix_web::dev::Service;
                     let fut = srv.call(req);

@@ -51,6 +51,12 @@ async fn cors_follows_the_allowed_origins() {
 
     let refused = preflight(&app, "/v1/guest", EVIL).await;
     assert_eq!(refused.status, 400, "an unlisted origin's preflight");
+    assert_eq!(
+        refused.code(),
+        "bad_request",
+        "the JSON error body: {:?}",
+        refused.body
+    );
     assert_eq!(acao(&refused), None);
 
     for path in ["/sdk/scorecast.js", "/pkg/scorecast.js", "/v1/boards"] {

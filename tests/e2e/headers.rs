@@ -52,3 +52,47 @@ async fn every_answer_carries_the_security_headers() {
         assert_eq!(get("referrer-policy"), "no-referrer", "{path}");
     }
 }
+
+/// A refusal made outside Scorecast's handlers is the JSON error body all the same: a path
+/// nothing serves (404 `not_found`, a missing file included), a method a path does not take
+/// (405, `bad_request`); a HEAD of a missing path gets the status and no body. Nothing changes.
+#[tokio::test]
+async fn refusals_outside_the_handlers_are_json_errors() {
+    let app = spawn_app_with(|s| s.workers = false, Clock::manual(1_741_608_000_000)).await;
+    app.board("h", json!({})).await;
+    let before = app.dump().await;
+    let cases = [
+        (reqwest::Method::GET, "/v1/nope", 404, "not_found"),
+        (reqwest::Method::GET, "/no-such-file.js", 404, "not_found"),
+        (reqwest::Method::DELETE, "/v1/boards", 405, "bad_request"),
+        (
+            reqwest::Method::PATCH,
+            "/admin/boards/h",
+            405,
+            "bad_request",
+        ),
+        (reqwest::Method::PUT, "/v1/boards/h/top", 405, "bad_request"),
+    ];
+    for (method, path, status, code) in cases {
+        let res = app
+            .http
+            .request(method.clone(), app.url(path))
+            .send()
+            .await
+            .expect(path);
+        assert_eq!(res.status().as_u16(), status, "{method} {path}");
+        assert_eq!(res.headers()["x-content-type-options"], "nosniff", "{path}");
+        let body: serde_json::Value = res.json().await.expect("a JSON body");
+        assert_eq!(body["error"]["code"], code, "{method} {path}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{body}"
+        );
+    }
+    let head = app.http.head(app.url("/v1/nope")).send().await.unwrap();
+    assert_eq!(head.status().as_u16(), 404);
+    assert!(head.bytes().await.unwrap().is_empty());
+    assert_eq!(app.dump().await, before, "a refusal changed a key");
+}

@@ -183,6 +183,60 @@ fn csp_for(_path: &str, html: bool) -> &'static str {
     }
 }
 
+/// Every refusal is the JSON error body (`{"error":{"code","message"}}`), also those made
+/// outside Scorecast's handlers: a path nothing serves (404 `not_found`), a method the path does
+/// not take (405, `bad_request`), a refused CORS preflight (400 `bad_request`), a WebSocket
+/// handshake the socket library refused. A 4xx answer that is not JSON already gets the body
+/// for its status, its text kept as the message; its status and headers stay.
+pub async fn json_errors<B: actix_web::body::MessageBody>(
+    res: actix_web::dev::ServiceResponse<B>,
+) -> actix_web::Result<actix_web::dev::ServiceResponse<actix_web::body::EitherBody<B>>> {
+    use actix_web::http::{header, Method, StatusCode};
+    let status = res.status();
+    let json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json"));
+    if !status.is_client_error() || json || res.request().method() == Method::HEAD {
+        return Ok(res.map_into_left_body());
+    }
+    let code = match status {
+        StatusCode::UNAUTHORIZED => ErrorCode::Unauthorized,
+        StatusCode::FORBIDDEN => ErrorCode::Forbidden,
+        StatusCode::NOT_FOUND => ErrorCode::NotFound,
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+        StatusCode::TOO_MANY_REQUESTS => ErrorCode::RateLimited,
+        _ => ErrorCode::BadRequest,
+    };
+    let (req, res) = res.into_parts();
+    let (head, body) = res.into_parts();
+    let text = actix_web::body::to_bytes_limited(body, 1024)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|b| String::from_utf8(b.to_vec()).ok())
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty());
+    let message = match (status, text) {
+        (StatusCode::METHOD_NOT_ALLOWED, _) => {
+            format!("{} is not taken at {}", req.method(), req.path())
+        }
+        (_, Some(t)) => t,
+        (StatusCode::NOT_FOUND, None) => format!("nothing is served at {}", req.path()),
+        (s, None) => s.canonical_reason().unwrap_or("refused").to_owned(),
+    };
+    let mut out = actix_web::HttpResponse::build(status).json(serde_json::json!({
+        "error": {"code": code.as_str(), "message": message}
+    }));
+    for (name, value) in head.headers() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            out.headers_mut().append(name.clone(), value.clone());
+        }
+    }
+    Ok(actix_web::dev::ServiceResponse::new(req, out).map_into_right_body())
+}
+
 /// The security headers, in one place for every response (routes, static files, errors):
 /// `Content-Security-Policy` ([`csp_for`]), `X-Frame-Options: DENY` (older browsers' framing
 /// ban), `X-Content-Type-Options: nosniff` (every file is served with its real type) and

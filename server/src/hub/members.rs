@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use scorecast_shared::protocol::ViewKind;
-use scorecast_shared::{ErrorCode, Id, View};
+use scorecast_shared::{Id, View};
 
 use super::outbox::Outbox;
 use super::{Hub, Inner, SessionEntry, SessionId, State};
