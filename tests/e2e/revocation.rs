@@ -30,7 +30,8 @@ async fn revoke(app: &TestApp, player: &str) -> i64 {
 }
 
 /// A token without `iat` counts as issued before the revocation: the session that used it
-/// has its next submission rejected `unauthorized` (the score unchanged) and a new `hello`
+/// has its next submission rejected `unauthorized`, saying it was revoked (the score unchanged),
+/// and a new `hello`
 /// with it is refused; a token issued afterwards works.
 #[tokio::test]
 async fn a_token_without_iat_is_covered_by_a_revocation() {
@@ -46,6 +47,10 @@ async fn a_token_without_iat_is_covered_by_a_revocation() {
         (&r["type"], &r["code"]),
         (&json!("rejected"), &json!("unauthorized")),
         "{r}"
+    );
+    assert!(
+        r["message"].as_str().unwrap().contains("revocation"),
+        "says why: {r}"
     );
     assert_eq!(app.get("/v1/boards/r/players/alice").await.body["score"], 5);
     let mut again = WsClient::connect(&app.ws_url()).await;

@@ -252,6 +252,10 @@ impl Session {
             None => refuse(format!(
                 "spectators cannot {what}: send hello with a player token first"
             )),
+            Some(p) if p.revoked() => refuse(format!(
+                "the tokens of {} issued before their revocation are no longer valid: send hello with a fresh one",
+                p.id
+            )),
             Some(p) if p.expired(now_s()) => {
                 refuse("the token has expired: send hello with a fresh one".into())
             }
