@@ -491,6 +491,16 @@ impl Settings {
         if !(10..=1000).contains(&self.auth.revocation_poll_ms) {
             bail!("auth.revocation_poll_ms must be 10..=1000 (a revocation must hold within a second)");
         }
+        // An Origin is `scheme://host[:port]`: an entry without its scheme would never match.
+        for o in &self.allowed_origins {
+            let o = o.trim();
+            let origin = o.split_once("://").is_some_and(|(scheme, host)| {
+                !scheme.is_empty() && !host.is_empty() && !host.trim_end_matches('/').contains('/')
+            });
+            if o != "*" && !origin {
+                bail!("allowed_origins: {o:?} is no origin: write scheme://host[:port] (e.g. https://game.example), or *");
+            }
+        }
         Ok(())
     }
 }
@@ -763,6 +773,28 @@ mod tests {
         s.token_secret = Some(Secret::generate());
         assert!(s.finish().is_err(), "secrets of at least 32 bytes");
         assert!(!format!("{s:?}").contains("short"));
+    }
+
+    /// Allowed origins are `scheme://host[:port]` (a trailing slash is fine) or `*`; an entry
+    /// without its scheme, which would never match a browser's Origin, is refused at start-up.
+    #[test]
+    fn allowed_origins_must_be_origins() {
+        let _env = CleanEnv::new();
+        let mut s = Settings::load(&Cli::try_parse_from(["scorecast", "--dev"]).unwrap()).unwrap();
+        for good in ["https://game.example", "http://127.0.0.1:8080/", "*"] {
+            s.allowed_origins = vec![good.into()];
+            assert!(s.check().is_ok(), "{good}");
+        }
+        for bad in [
+            "game.example",
+            "https://",
+            "https://game.example/play",
+            "://x",
+        ] {
+            s.allowed_origins = vec!["https://ok.example".into(), bad.into()];
+            let e = s.check().unwrap_err().to_string();
+            assert!(e.contains("is no origin"), "{bad}: {e}");
+        }
     }
 
     /// Trusted proxies come as addresses or networks, from a variable or the file; a bad one

@@ -343,6 +343,7 @@ pub async fn seasons(
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GuestRequest {
     pub name: String,
 }
