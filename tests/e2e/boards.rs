@@ -1317,6 +1317,20 @@ async fn dev_profile_guest_login() {
         )
         .await;
     assert_eq!(bad.code(), "invalid_id");
+    let unknown = app
+        .call(
+            Method::POST,
+            "/v1/guest",
+            Some(json!({"name": "ann", "x": 1})),
+            false,
+        )
+        .await;
+    assert_eq!(
+        (unknown.status.as_u16(), unknown.code()),
+        (400, "bad_request"),
+        "{:?}",
+        unknown.body
+    );
 }
 
 /// A board's group-commit batcher retires when idle, so made-up board ids hold no task or
