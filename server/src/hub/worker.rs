@@ -363,6 +363,11 @@ impl Inner {
                         continue;
                     };
                     let Some(at) = standing.at else { continue };
+                    // Already sent at this `seq` or later (with its ack, `commit.rs`): no news,
+                    // whatever it would say, so it is not rendered.
+                    if !plan.resync && at <= sub.last_seq {
+                        continue;
+                    }
                     built_me.entry(player).or_insert_with(|| {
                         render_me(board, player, &standing, &season, at, plan.resync)
                     })
