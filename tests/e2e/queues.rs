@@ -349,6 +349,34 @@ async fn the_reaper_task_redelivers_a_lapsed_lease() {
     q.ack(&id("m1"), &second.lease.token).await.unwrap();
 }
 
+/// A lease shortened by `extend` lapses at its new deadline, not the old one: the reaper is
+/// woken for it and puts the job back in ready with nobody claiming, long before the first
+/// lease (60 s) would have ended; a claim then gets it.
+#[tokio::test]
+async fn a_lease_shortened_by_extend_lapses_at_its_new_deadline() {
+    let app = spawn_app_with(|_| {}, Clock::Redis).await;
+    let q = queue(&app, "short");
+    q.enqueue(job("email", json!(1)).id(id("s1")))
+        .await
+        .unwrap();
+    let first = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
+    q.extend(&id("s1"), &first.lease.token, Duration::from_millis(200))
+        .await
+        .unwrap();
+    scorecast_tests::eventually("the shortened lease is reaped", || {
+        let q = q.clone();
+        async move { q.counts().await.unwrap().ready == 1 }
+    })
+    .await;
+    let second = q
+        .claim_wait(LEASE, Duration::from_secs(10))
+        .await
+        .unwrap()
+        .expect("redelivered after the shortened lease, not after 60 s");
+    assert_eq!((second.job.id.as_str(), second.job.attempts), ("s1", 2));
+    q.ack(&id("s1"), &second.lease.token).await.unwrap();
+}
+
 /// A delayed job is not claimable before it is due and is claimable from its due time on,
 /// with its priority.
 #[tokio::test]

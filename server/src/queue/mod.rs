@@ -473,12 +473,15 @@ impl Queue {
             .invoke_async(&mut c)
             .await?;
         let (_, r) = reply::split(v)?;
+        let expires_at_ms = r
+            .first()
+            .and_then(reply::int)
+            .ok_or_else(|| reply::bad("deadline"))?;
+        // A shortened lease may lapse before the reaper's next round: wake it for that.
+        self.inner().reaper.wake_if_earlier(expires_at_ms);
         Ok(Lease {
             token: token.to_owned(),
-            expires_at_ms: r
-                .first()
-                .and_then(reply::int)
-                .ok_or_else(|| reply::bad("deadline"))?,
+            expires_at_ms,
         })
     }
 
