@@ -669,10 +669,16 @@ async fn bulk_enqueue_refusals_change_nothing() {
             "twice",
         ),
         (
-            json!({"jobs": [{"kind": "k", "colour": 1}]}),
+            json!({"jobs": [{"kind": "k"}, {"kind": "k", "colour": 1}]}),
             400,
             "bad_request",
-            "",
+            "jobs[1]: unknown field",
+        ),
+        (
+            json!({"jobs": [{"kind": "k", "priority": "5"}]}),
+            400,
+            "bad_request",
+            "jobs[0]: invalid type",
         ),
         (
             json!({"jobs": [{"id": "a", "kind": "k"}], "extra": 1}),

@@ -120,7 +120,21 @@ pub async fn enqueue(
 pub struct BulkBody {
     /// 1–1000 jobs, each as `POST /admin/queues/{q}/jobs` takes one (the whole request at
     /// most 64 KiB).
+    #[serde(deserialize_with = "each_job")]
     pub jobs: Vec<EnqueueBody>,
+}
+
+/// The jobs of a bulk enqueue, each read on its own, so that a malformed one is named
+/// (`jobs[i]: ...`) as a job refused by its checks is.
+fn each_job<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<EnqueueBody>, D::Error> {
+    use serde::de::Error as _;
+    let raw: Vec<Box<serde_json::value::RawValue>> = Deserialize::deserialize(d)?;
+    raw.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            serde_json::from_str(r.get()).map_err(|e| D::Error::custom(format!("jobs[{i}]: {e}")))
+        })
+        .collect()
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
