@@ -7,7 +7,8 @@
 --          created (jobs scheduled for an earlier board of the same id see another generation)
 --
 -- A change of order, tie_break, resolution_ms or time_bits would reinterpret stored scores, so
--- it is refused while any season of the board holds a score. `never` boards get their first
+-- it is refused while any season of the board holds a score, or a banned player's score is
+-- held aside (`held:<player>`, back when the ban is lifted). `never` boards get their first
 -- season, `all`, starting now.
 -- Returns {'ok', created (0/1)} or {'err', 'conflict', message}.
 
@@ -21,6 +22,14 @@ if raw then
     for _, s in ipairs(redis.call('ZRANGE', prefix .. 'seasons', 0, -1)) do
       if redis.call('ZCARD', prefix .. 's:' .. s) > 0 then
         return {'err', 'conflict', 'season ' .. s .. ' has scores: changing order, tie_break, resolution_ms or time_bits would reinterpret them'}
+      end
+    end
+    -- Scores held aside while their player is banned (lua/ban.lua) come back as stored when
+    -- the ban is lifted: they count too. Only banned players have them.
+    for _, f in ipairs(redis.call('HKEYS', prefix .. 'bans')) do
+      local player = string.gsub(f, '^%*', '')
+      if redis.call('EXISTS', prefix .. 'held:' .. player) == 1 then
+        return {'err', 'conflict', player .. '\'s scores are held while they are banned: changing order, tie_break, resolution_ms or time_bits would reinterpret them'}
       end
     end
     -- calendar boards may hold a current season not yet listed

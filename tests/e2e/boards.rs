@@ -805,7 +805,8 @@ async fn lua_and_rust_codecs_agree() {
     }
 }
 
-/// Changing how stored scores are read is refused once a board has scores; other changes pass.
+/// Changing how stored scores are read is refused once a board has scores, scores held by a
+/// ban included; other changes pass.
 #[tokio::test]
 async fn config_change_that_reinterprets_scores_is_refused() {
     let app = spawn_app().await;
@@ -815,8 +816,17 @@ async fn config_change_that_reinterprets_scores_is_refused() {
     app.board("ce", json!({"tie_break": "earliest", "time_bits": 26}))
         .await;
     app.score("ce", "a", 1).await;
+    // A board whose only score is held aside by a ban: the score comes back when it is lifted.
+    app.board("ch", json!({})).await;
+    app.score("ch", "h", 1000).await;
+    let ban = app
+        .admin(Method::PUT, "/admin/bans/h", json!({"board": "ch"}))
+        .await;
+    assert!(ban.status.is_success(), "{:?}", ban.body);
     let before = app.dump().await;
     for (board, change) in [
+        ("ch", json!({"tie_break": "earliest"})),
+        ("ch", json!({"order": "asc"})),
         ("c", json!({"order": "desc"})),
         ("c", json!({"order": "asc", "tie_break": "earliest"})),
         ("ce", json!({"tie_break": "none"})),
@@ -861,7 +871,13 @@ async fn config_change_that_reinterprets_scores_is_refused() {
         .iter()
         .map(|b| b["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["c", "ce"]);
+    assert_eq!(ids, ["c", "ce", "ch"], "the refused c2 was not created");
+    // Lifted, the held score comes back as stored.
+    let lift = app
+        .admin(Method::DELETE, "/admin/bans/h?board=ch", json!(null))
+        .await;
+    assert!(lift.status.is_success(), "{:?}", lift.body);
+    assert_eq!(app.get("/v1/boards/ch/players/h").await.body["score"], 1000);
 }
 
 /// The audit log lists accepted submissions newest first; DELETE removes a player.
