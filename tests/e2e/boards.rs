@@ -559,7 +559,8 @@ async fn names_come_from_the_token() {
 }
 
 /// Manual seasons on a `never` board: rollover starts a new season, the old one stays readable
-/// with `season=`, duplicates and calendar boards are refused with `conflict`.
+/// with `season=`, duplicates, names of dropped seasons and calendar boards are refused with
+/// `conflict`.
 #[tokio::test]
 async fn manual_rollover_keeps_past_seasons_readable() {
     let app = spawn_app().await;
@@ -599,6 +600,32 @@ async fn manual_rollover_keeps_past_seasons_readable() {
     app.board("cal", json!({"reset": "daily"})).await;
     let refused = app.rollover("cal", "x").await;
     assert_eq!(refused.code(), "conflict");
+
+    // A name the board had before stays taken once keep_seasons dropped its season: a banned
+    // player's held entry and the rewards of the old season must not carry into a new one.
+    app.board("k", json!({"keep_seasons": 0})).await;
+    app.score("k", "p", 10).await;
+    assert_eq!(app.rollover("k", "n1").await.status, 200);
+    assert_eq!(
+        app.get("/v1/boards/k/top?season=all").await.code(),
+        "unknown_season",
+        "dropped"
+    );
+    let before = app.dump().await;
+    let reused = app.rollover("k", "all").await;
+    assert_eq!(
+        (reused.status.as_u16(), reused.code()),
+        (409, "conflict"),
+        "{:?}",
+        reused.body
+    );
+    assert!(reused.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("before"));
+    assert_eq!(app.dump().await, before, "a refused rollover changed a key");
+    assert_eq!(app.rollover("k", "n2").await.status, 200);
+    assert_eq!(app.rollover("k", "n1").await.code(), "conflict");
 }
 
 /// Calendar seasons come from the clock inside the script: at the UTC boundary the next
