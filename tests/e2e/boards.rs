@@ -948,6 +948,32 @@ async fn bad_input_is_refused_and_changes_nothing() {
     /// method, path, body, with the admin token, expected status and code.
     type Case = (Method, String, Option<Value>, bool, u16, &'static str);
     let cases: Vec<Case> = vec![
+        // A configuration is a JSON object: an array (which serde would read field by field)
+        // is refused, for a new board and for one that exists.
+        (
+            Method::PUT,
+            "/admin/boards/nb".into(),
+            Some(json!([])),
+            true,
+            400,
+            "bad_request",
+        ),
+        (
+            Method::PUT,
+            "/admin/boards/b".into(),
+            Some(json!(["asc"])),
+            true,
+            400,
+            "bad_request",
+        ),
+        (
+            Method::PUT,
+            "/admin/leagues/lg".into(),
+            Some(json!([["t1", "t2"]])),
+            true,
+            400,
+            "bad_request",
+        ),
         (
             Method::POST,
             score("b", "a%7Bb"),

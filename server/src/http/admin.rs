@@ -27,12 +27,13 @@ pub async fn put_board(
     key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Json<BoardConfig>,
+    body: web::Json<serde_json::Value>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
+    let body: BoardConfig = super::object(body)?;
     let created = st.store.put_board(&board, &body).await?;
     tracing::info!(%board, created, key = %key.0, "board configured");
-    let config = serde_json::to_string(&*body).unwrap_or_default();
+    let config = serde_json::to_string(&body).unwrap_or_default();
     st.store
         .audit(
             key.0.as_str(),
@@ -52,7 +53,7 @@ pub async fn put_board(
     crate::jobs::board_changed(&st, &board, &body).await;
     Ok(HttpResponse::Ok().json(BoardPut {
         id: board.into_string(),
-        config: body.into_inner(),
+        config: body,
         created,
     }))
 }

@@ -92,12 +92,13 @@ pub async fn put_league(
     key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Json<LeagueConfig>,
+    body: web::Json<serde_json::Value>,
 ) -> AppResult<HttpResponse> {
     let league = AppState::id(&path)?;
+    let body: LeagueConfig = super::object(body)?;
     let created = st.store.put_league(&league, &body).await?;
     tracing::info!(%league, created, key = %key.0, "league configured");
-    let config = serde_json::to_string(&*body).unwrap_or_default();
+    let config = serde_json::to_string(&body).unwrap_or_default();
     st.store
         .audit(
             key.0.as_str(),
@@ -121,7 +122,7 @@ pub async fn put_league(
     }
     Ok(HttpResponse::Ok().json(LeaguePut {
         id: league.into_string(),
-        config: body.into_inner(),
+        config: body,
         created,
     }))
 }
