@@ -213,6 +213,30 @@ async fn an_admin_removes_a_banned_players_held_entry() {
     assert_eq!(actions, vec!["unban", "remove", "ban", "submit"]);
     assert_eq!(log.body["entries"][1]["held"], 1, "{:?}", log.body);
     assert_eq!(log.body["entries"][1]["points"], 40, "{:?}", log.body);
+    assert_eq!(
+        log.body["entries"][1]["by"], "admin",
+        "who removed it: {:?}",
+        log.body
+    );
+    let audit = app
+        .call(Method::GET, "/admin/audit?limit=1000", None, true)
+        .await;
+    let removal = audit.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "player_remove")
+        .cloned()
+        .expect("audited");
+    assert_eq!(
+        (
+            &removal["player"],
+            &removal["board"],
+            removal["season"].is_string()
+        ),
+        (&json!("max"), &json!("hr"), true),
+        "{removal}"
+    );
 }
 
 /// The program under test: `server/src/main.rs`, built by cargo for these tests.

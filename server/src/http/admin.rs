@@ -110,13 +110,17 @@ pub async fn remove(
     path: web::Path<(String, String)>,
 ) -> AppResult<HttpResponse> {
     let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
-    if st.store.remove(&board, &player).await? {
+    if let Some(season) = st.store.remove(&board, &player, key.0.as_str()).await? {
         tracing::info!(%board, %player, key = %key.0, "player removed");
         st.store
             .audit(
                 key.0.as_str(),
                 "player_remove",
-                &[("board", board.as_str()), ("player", player.as_str())],
+                &[
+                    ("board", board.as_str()),
+                    ("player", player.as_str()),
+                    ("season", &season),
+                ],
             )
             .await;
         Ok(HttpResponse::NoContent().finish())

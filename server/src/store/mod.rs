@@ -703,17 +703,26 @@ impl Store {
             .ok_or_else(|| reply::bad("season event"))
     }
 
-    /// Removes a player from the current season; false if they were not on it.
-    pub async fn remove(&self, board: &Id, player: &Id) -> AppResult<bool> {
+    /// Removes a player from the current season (the key `by` did it: the log's `by`); the
+    /// season they were removed from, or `None` if they were not on it.
+    pub async fn remove(&self, board: &Id, player: &Id, by: &str) -> AppResult<Option<String>> {
         let mut c = self.conn.clone();
         let reply: Value = scripts::publishing(&c)
             .remove
             .key(keys::config(board))
             .arg(player.as_str())
             .arg(self.clock.arg())
+            .arg(by)
             .invoke_async(&mut c)
             .await?;
         let r = reply::ok(reply)?;
-        Ok(r.first().and_then(reply::int) == Some(1))
+        if r.first().and_then(reply::int) != Some(1) {
+            return Ok(None);
+        }
+        Ok(Some(
+            r.get(1)
+                .and_then(reply::text)
+                .ok_or_else(|| reply::bad("season"))?,
+        ))
     }
 }
