@@ -49,6 +49,7 @@
 //       total?, standings?, rank?} for a board this client has a view of (`rank`: the player's
 //       final rank, with `ended`).
 //   sc.state: "connecting" | "open" | "reconnecting" | "closed";  sc.player: id or null
+//       (onState and the "state" event hear the changes: it starts as "connecting")
 //   sc.close()                                     stops for good; pending submissions reject (closed)
 //   Scorecast.guest(name, {baseUrl?}) -> Promise<{player, token}>   POST /v1/guest (dev only)
 //   formatThousands, formatCompact, formatOrdinal, formatRank, formatAgo, isValidId: re-exported
@@ -67,7 +68,16 @@
 // the server's submission id of a proof is its run and its length, so a re-sent proof is a
 // `duplicate`. A startRun whose answer was lost is sent again too, with its id: the server
 // answers the run that id started (the run id is derived from the player and the id), so a
-// retry never opens a second run.
+// retry never opens a second run. A re-sent submission that the connection's message limit
+// refuses (`rate_limited`: a burst of re-sends) is sent again after the wait, same id, rather than
+// rejected, since its first copy may have counted. If the reconnect's hello is refused (the
+// token expired or was revoked: an `error` event, code unauthorized), the client is a spectator
+// (sc.player null) and pending submissions wait, unsent, for sc.hello(freshToken), which sends
+// them and the player's views again. More than 64 submissions pending to one board across a
+// disconnect may outrun the server's memory of ids: keep fewer in flight.
+// sc.subscribe with the same arguments again asks the server again (a fresh snapshot): how a
+// view refused before (a player without a bucket yet) or one to follow into a new season is
+// renewed.
 
 import init, * as wasm from "../pkg/scorecast.js";
 
@@ -172,7 +182,8 @@ export class Scorecast {
     this._token = token ?? null;
     this._listeners = new Map(); // event -> Set<fn>
     this._subs = new Map(); // "board|view" -> {board, view, opts, frame, listeners, last, lastSeq}
-    this._pending = new Map(); // submission id -> {frame, board, resolve, reject, tries}
+    this._pending = new Map(); // submission id -> {frame, board, resolve, reject, tries, sends}
+    this._heldForHello = false; // a reconnect's hello was refused: pending submissions wait
     this._helloWaiters = []; // [{resolve, reject}] until the next welcome with a player / auth error
     this._ws = null;
     this._attempt = 0;
@@ -275,8 +286,9 @@ export class Scorecast {
       return Promise.reject(new ScorecastError(e.code ?? "bad_request", e.message, { id }));
     }
     return new Promise((resolve, reject) => {
-      this._pending.set(id, { frame, board: msg.board, resolve: (m) => resolve(answer(m)), reject, tries: 0 });
-      if (this._ready) this._send(frame);
+      const p = { frame, board: msg.board, resolve: (m) => resolve(answer(m)), reject, tries: 0, sends: 0 };
+      this._pending.set(id, p);
+      if (this._ready && this._mayResend()) this._sendPending(p);
     });
   }
 
@@ -303,9 +315,17 @@ export class Scorecast {
       sub.last = null;
       sub.lastSeq = null;
       if (this._ready) this._send(frame);
-    } else if (sub.last) {
-      const last = sub.last;
-      queueMicrotask(() => sub.listeners.has(callback) && this._call(callback, last));
+    } else {
+      // The same again: the new listener gets the last message at once, and the server is asked
+      // again (a view refused before — no bucket yet — or one to follow into a new season).
+      if (sub.last) {
+        const last = sub.last;
+        queueMicrotask(() => sub.listeners.has(callback) && this._call(callback, last));
+      }
+      if (this._ready) {
+        sub.lastSeq = null;
+        this._send(frame);
+      }
     }
     return () => {
       if (!sub.listeners.delete(callback) || sub.listeners.size > 0 || this._subs.get(key) !== sub) return;
@@ -397,7 +417,9 @@ export class Scorecast {
       sub.lastSeq = null;
       this._send(sub.frame);
     }
-    for (const p of this._pending.values()) this._send(p.frame);
+    // Not while the reconnect's hello was refused: as a spectator they would be refused
+    // `unauthorized` though they may have counted; they wait for a hello that succeeds.
+    if (this._mayResend()) for (const p of this._pending.values()) this._sendPending(p);
     clearInterval(this._pingTimer);
     this._pingSentAt = 0;
     this._pingTimer = setInterval(() => this._ping(), PING_EVERY_MS);
@@ -417,6 +439,17 @@ export class Scorecast {
 
   _send(frame) {
     if (this._ws?.readyState === WebSocket.OPEN) this._ws.send(frame);
+  }
+
+  /** Sends a pending submission (again), counting its sends. */
+  _sendPending(p) {
+    p.sends += 1;
+    this._send(p.frame);
+  }
+
+  /** Whether pending submissions may go out: unless a hello with a token failed on this socket. */
+  _mayResend() {
+    return !this._heldForHello;
   }
 
   _after(ms, fn) {
@@ -491,17 +524,21 @@ export class Scorecast {
     }
     const changed = this.player !== msg.player;
     this.player = msg.player;
+    const held = this._heldForHello;
+    this._heldForHello = false;
     for (const w of this._helloWaiters.splice(0)) w.resolve(msg.player);
     if (this._authPending) {
-      this._authDone(); // sends every subscription
-    } else if (this._ready && changed) {
-      // Player views refused while we were a spectator (or another player): ask again.
+      this._authDone(); // sends every subscription and pending submission
+    } else if (this._ready && (changed || held)) {
+      // Player views refused while we were a spectator (or another player): ask again; and the
+      // submissions held since a refused hello go out now, with their ids.
       for (const sub of this._subs.values()) {
         if (sub.view !== "top") {
           sub.lastSeq = null;
           this._send(sub.frame);
         }
       }
+      if (held) for (const p of this._pending.values()) this._sendPending(p);
     }
   }
 
@@ -512,7 +549,13 @@ export class Scorecast {
       const waiters = this._helloWaiters.splice(0);
       // Fall back to the token that worked before (if any), so reconnects don't repeat the failure.
       if (waiters.length) this._token = waiters[0].previous;
-      else if (msg.code === "unauthorized") this._token = null;
+      else if (msg.code === "unauthorized") {
+        // The reconnect's hello was refused (the token expired or was revoked): a spectator now,
+        // and the pending submissions wait for `sc.hello(freshToken)`.
+        this._token = null;
+        this.player = null;
+        if (this._pending.size > 0) this._heldForHello = true;
+      }
       for (const w of waiters) w.reject(err);
       this._authDone();
     }
@@ -536,7 +579,15 @@ export class Scorecast {
       // re-sends every pending submission anyway.
       const ceiling = Math.min(UNAVAILABLE_RETRY_CAP_MS, UNAVAILABLE_RETRY_BASE_MS * 2 ** Math.min(p.tries++, 30));
       const delay = ceiling / 2 + backoffMs(0, ceiling / 2, ceiling / 2);
-      this._after(delay, () => this._pending.has(msg.id) && this._ready && this._send(p.frame));
+      this._after(delay, () => this._pending.has(msg.id) && this._ready && this._sendPending(p));
+      return;
+    }
+    if (msg.code === "rate_limited" && p.sends > 1) {
+      // A re-sent submission (after a reconnect or `unavailable`) may have counted already: the
+      // connection's message limit refused this copy unread, so it goes again after the wait
+      // with the same id (dedup answers it), and never settles as a refusal it may not be.
+      const wait = Math.max(msg.retry_after_ms ?? 1000, 50);
+      this._after(wait, () => this._pending.has(msg.id) && this._ready && this._mayResend() && this._sendPending(p));
       return;
     }
     this._pending.delete(msg.id);
