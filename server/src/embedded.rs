@@ -44,10 +44,22 @@ pub struct RedisProcess {
 impl RedisProcess {
     /// Starts `redis-server` bound to 127.0.0.1 with its files in `dir` (AOF on when `aof`).
     pub fn start(dir: &Path, aof: bool) -> anyhow::Result<RedisProcess> {
+        Self::start_any_port(dir, aof, false)
+    }
+
+    /// [`RedisProcess::start`] for the server's own data: the child also gets SIGTERM if this
+    /// process dies without stopping it (SIGKILL, the OOM killer), so no orphan keeps writing
+    /// `dir` beside the next start's redis-server. Call it from a thread that lives as long as
+    /// the process (the signal follows the thread that started the child).
+    pub fn start_owned(dir: &Path, aof: bool) -> anyhow::Result<RedisProcess> {
+        Self::start_any_port(dir, aof, true)
+    }
+
+    fn start_any_port(dir: &Path, aof: bool, owned: bool) -> anyhow::Result<RedisProcess> {
         let mut last = None;
         for _ in 0..5 {
             let port = free_port()?;
-            match Self::start_on(dir, port, aof) {
+            match Self::spawn_on(dir, port, aof, owned) {
                 Ok(p) => return Ok(p),
                 Err(e) => last = Some(e),
             }
@@ -57,9 +69,26 @@ impl RedisProcess {
 
     /// Starts on a given port (used to bring a killed server back on the same address).
     pub fn start_on(dir: &Path, port: u16, aof: bool) -> anyhow::Result<RedisProcess> {
+        Self::spawn_on(dir, port, aof, false)
+    }
+
+    fn spawn_on(dir: &Path, port: u16, aof: bool, owned: bool) -> anyhow::Result<RedisProcess> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let bin = redis_server_path()?;
-        let child = Command::new(&bin)
+        let mut cmd = Command::new(&bin);
+        if owned {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: between fork and exec only prctl(2), async-signal-safe, runs.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd
             .args([
                 "--port",
                 &port.to_string(),

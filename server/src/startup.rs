@@ -75,7 +75,7 @@ impl Application {
         let (url, embedded) = match &settings.redis_url {
             Some(url) => (url.expose().to_owned(), None),
             None => {
-                let p = RedisProcess::start(&settings.data_dir, true)?;
+                let p = RedisProcess::start_owned(&settings.data_dir, true)?;
                 tracing::info!(port = p.port, dir = %settings.data_dir.display(), "started embedded redis-server (AOF on)");
                 (p.url(), Some(p))
             }

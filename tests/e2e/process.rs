@@ -164,7 +164,8 @@ async fn sigterm_answers_submissions_in_flight_and_closes_with_1001() {
 }
 
 /// With no Redis URL, `scorecast` starts its own redis-server (data under `./data`, AOF on),
-/// serves from it, and stops it when it exits; a restart finds the data again.
+/// serves from it, and stops it when it exits — also when it is killed outright; a restart
+/// finds the data again.
 #[tokio::test]
 async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
     let cwd = temp_dir("embedded");
@@ -232,6 +233,43 @@ async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
             .all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()),
         "the restarted server's embedded redis-server was stopped"
     );
+
+    // Killed outright (SIGKILL, the OOM killer), the server cannot stop its redis-server: the
+    // child stops itself (SIGTERM on its parent's death), so no orphan keeps writing ./data
+    // beside the next start's.
+    let mut server = ServerProcess::start(&bin(), &cwd, &args, &env());
+    let redis_pid = children_named(server.pid(), "redis-server");
+    assert_eq!(redis_pid.len(), 1, "{redis_pid:?}");
+    server.kill();
+    scorecast_tests::eventually("the orphaned redis-server stops", || {
+        let gone = !running(redis_pid[0]);
+        async move { gone }
+    })
+    .await;
+    let mut server = ServerProcess::start(&bin(), &cwd, &args, &env());
+    let r = http
+        .get(format!(
+            "http://127.0.0.1:{}/v1/boards/b/players/alice",
+            server.port
+        ))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["score"], 42, "the data survived: {body}");
+    server.sigterm();
+    assert!(server.wait_exit().expect("exit after SIGTERM").success());
+}
+
+/// Whether process `pid` runs (exists and is not a zombie waiting to be reaped).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = stat.rsplit_once(')')?.1.to_owned();
+            after.split_whitespace().next().map(|state| state != "Z")
+        })
+        .unwrap_or(false)
 }
 
 /// The pids of `parent`'s children whose command is `name` (from /proc).
