@@ -491,6 +491,31 @@ impl Settings {
         if !(10..=1000).contains(&self.auth.revocation_poll_ms) {
             bail!("auth.revocation_poll_ms must be 10..=1000 (a revocation must hold within a second)");
         }
+        // The WebSocket's timings and sizes: a zero would stop every session (a zero ping
+        // interval panics its timer, a zero frame limit closes every client with 1009).
+        let ws = &self.ws;
+        for (name, v) in [
+            ("ws.ping_interval_ms", ws.ping_interval_ms),
+            ("ws.slow_client_ms", ws.slow_client_ms),
+            ("ws.coalesce_ms", ws.coalesce_ms),
+            ("ws.outbound_queue", ws.outbound_queue as u64),
+            ("ws.max_views_per_session", ws.max_views_per_session as u64),
+            ("metrics.queue_refresh_ms", self.metrics.queue_refresh_ms),
+        ] {
+            if v == 0 {
+                bail!("{name} must be at least 1");
+            }
+        }
+        if ws.client_timeout_ms <= ws.ping_interval_ms {
+            bail!(
+                "ws.client_timeout_ms ({}) must be above ws.ping_interval_ms ({}): a client idle between pings would be closed",
+                ws.client_timeout_ms,
+                ws.ping_interval_ms
+            );
+        }
+        if ws.max_frame_bytes < 1024 {
+            bail!("ws.max_frame_bytes must be at least 1024 (a hello with its token needs several hundred bytes)");
+        }
         // An Origin is `scheme://host[:port]`: an entry without its scheme would never match.
         for o in &self.allowed_origins {
             let o = o.trim();
@@ -773,6 +798,30 @@ mod tests {
         s.token_secret = Some(Secret::generate());
         assert!(s.finish().is_err(), "secrets of at least 32 bytes");
         assert!(!format!("{s:?}").contains("short"));
+    }
+
+    /// WebSocket timings and sizes that would stop every session are refused at start-up.
+    #[test]
+    fn websocket_settings_that_stop_every_session_are_refused() {
+        let _env = CleanEnv::new();
+        let s = Settings::load(&Cli::try_parse_from(["scorecast", "--dev"]).unwrap()).unwrap();
+        assert!(s.check().is_ok());
+        let cases: [(&str, fn(&mut Settings)); 6] = [
+            ("ping_interval_ms", |s| s.ws.ping_interval_ms = 0),
+            ("max_frame_bytes", |s| s.ws.max_frame_bytes = 0),
+            ("client_timeout_ms", |s| {
+                s.ws.client_timeout_ms = s.ws.ping_interval_ms
+            }),
+            ("slow_client_ms", |s| s.ws.slow_client_ms = 0),
+            ("max_views_per_session", |s| s.ws.max_views_per_session = 0),
+            ("queue_refresh_ms", |s| s.metrics.queue_refresh_ms = 0),
+        ];
+        for (name, bad) in cases {
+            let mut t = s.clone();
+            bad(&mut t);
+            let e = t.check().unwrap_err().to_string();
+            assert!(e.contains(name), "{name}: {e}");
+        }
     }
 
     /// Allowed origins are `scheme://host[:port]` (a trailing slash is fine) or `*`; an entry
