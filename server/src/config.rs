@@ -806,7 +806,8 @@ mod tests {
         let _env = CleanEnv::new();
         let s = Settings::load(&Cli::try_parse_from(["scorecast", "--dev"]).unwrap()).unwrap();
         assert!(s.check().is_ok());
-        let cases: [(&str, fn(&mut Settings)); 6] = [
+        type Spoil = fn(&mut Settings);
+        let cases: [(&str, Spoil); 6] = [
             ("ping_interval_ms", |s| s.ws.ping_interval_ms = 0),
             ("max_frame_bytes", |s| s.ws.max_frame_bytes = 0),
             ("client_timeout_ms", |s| {
