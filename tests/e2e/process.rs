@@ -203,7 +203,7 @@ async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
     server.sigterm();
     assert!(server.wait_exit().expect("exit after SIGTERM").success());
     assert!(
-        !std::path::Path::new(&format!("/proc/{}", redis_pid[0])).exists(),
+        !running(redis_pid[0]),
         "the embedded redis-server was stopped"
     );
     let aof = std::fs::read_dir(cwd.join("data"))
@@ -213,24 +213,13 @@ async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
     assert!(aof, "AOF on");
 
     let mut server = ServerProcess::start(&bin(), &cwd, &args, &env());
-    let r = http
-        .get(format!(
-            "http://127.0.0.1:{}/v1/boards/b/players/alice",
-            server.port
-        ))
-        .send()
-        .await
-        .unwrap();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["score"], 42, "{body}");
+    assert_eq!(alice_score(server.port).await, 42, "found the data again");
     // Stopped as an operator would (dropping it would SIGKILL it and orphan its redis-server).
     let redis_pid = children_named(server.pid(), "redis-server");
     server.sigterm();
     assert!(server.wait_exit().expect("exit after SIGTERM").success());
     assert!(
-        redis_pid
-            .iter()
-            .all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()),
+        redis_pid.iter().all(|p| !running(*p)),
         "the restarted server's embedded redis-server was stopped"
     );
 
@@ -247,18 +236,16 @@ async fn without_a_redis_url_an_embedded_redis_is_started_and_stopped() {
     })
     .await;
     let mut server = ServerProcess::start(&bin(), &cwd, &args, &env());
-    let r = http
-        .get(format!(
-            "http://127.0.0.1:{}/v1/boards/b/players/alice",
-            server.port
-        ))
-        .send()
-        .await
-        .unwrap();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["score"], 42, "the data survived: {body}");
+    assert_eq!(alice_score(server.port).await, 42, "the data survived");
     server.sigterm();
     assert!(server.wait_exit().expect("exit after SIGTERM").success());
+}
+
+/// alice's score on board `b` of the server on `port`.
+async fn alice_score(port: u16) -> Value {
+    let url = format!("http://127.0.0.1:{port}/v1/boards/b/players/alice");
+    let body: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+    body["score"].clone()
 }
 
 /// Whether process `pid` runs (exists and is not a zombie waiting to be reaped).
