@@ -49,6 +49,7 @@ pub struct Publishing {
     pub remove: Script,
     pub tournament_end: Script,
     pub tournament_event: Script,
+    pub league_apply: Script,
 }
 
 impl Publishing {
@@ -62,7 +63,25 @@ impl Publishing {
             remove: lib(include_str!("../../lua/remove.lua")),
             tournament_end: lib(include_str!("../../lua/tournament_end.lua")),
             tournament_event: lib(include_str!("../../lua/tournament_event.lua")),
+            league_apply: lib(include_str!("../../lua/league_apply.lua")),
         }
+    }
+}
+
+impl Publishing {
+    /// Every script of the set.
+    pub fn all(&self) -> [&Script; 9] {
+        [
+            &self.submit,
+            &self.ban,
+            &self.unban,
+            &self.rollover,
+            &self.season_event,
+            &self.remove,
+            &self.tournament_end,
+            &self.tournament_event,
+            &self.league_apply,
+        ]
     }
 }
 
@@ -97,8 +116,6 @@ pub static BUCKET_LIST: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/bucket_list.lua")));
 pub static LEAGUE_STANDINGS: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/league_standings.lua")));
-pub static LEAGUE_APPLY: LazyLock<Script> =
-    LazyLock::new(|| with_lib(include_str!("../../lua/league_apply.lua")));
 pub static BAN_INDEX: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/ban_index.lua")));
 pub static BOARD_DELETE: LazyLock<Script> =
@@ -144,3 +161,44 @@ pub static Q_PURGE: LazyLock<Script> =
     LazyLock::new(|| with_qlib(include_str!("../../lua/q_purge.lua")));
 pub static Q_RETRY_ALL: LazyLock<Script> =
     LazyLock::new(|| with_qlib(include_str!("../../lua/q_retry_all.lua")));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A script that publishes a change event must be one of [`Publishing`]: on a cluster only
+    /// its `SPUBLISH` variant reaches the instances (they listen with `SSUBSCRIBE`); a plain
+    /// script's `PUBLISH` would be heard by nobody.
+    #[test]
+    fn every_script_that_publishes_is_a_publishing_one() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua");
+        let sharded: Vec<String> = SHARDED
+            .all()
+            .iter()
+            .map(|s| s.get_hash().to_owned())
+            .collect();
+        let mut publishing = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let body = std::fs::read_to_string(&path).unwrap();
+            let publishes = ["publish_change(", "tournament_publish(", "PUBLISH"]
+                .iter()
+                .any(|p| body.contains(p));
+            if name == "lib.lua" || !publishes {
+                continue;
+            }
+            publishing += 1;
+            let hash = with_sharded_lib(&body).get_hash().to_owned();
+            assert!(
+                sharded.contains(&hash),
+                "{name} publishes but is not in Publishing"
+            );
+        }
+        assert_eq!(
+            publishing,
+            SHARDED.all().len(),
+            "every Publishing script publishes"
+        );
+    }
+}

@@ -285,7 +285,8 @@ impl Store {
         let json =
             serde_json::to_string(moves).map_err(|e| AppError::bad_request(e.to_string()))?;
         let mut c = self.conn.clone();
-        let reply: Value = scripts::LEAGUE_APPLY
+        let reply: Value = scripts::publishing(&c)
+            .league_apply
             .key(keys::config(board))
             .arg(season)
             .arg(next_season)
