@@ -66,9 +66,7 @@ impl Publishing {
             league_apply: lib(include_str!("../../lua/league_apply.lua")),
         }
     }
-}
 
-impl Publishing {
     /// Every script of the set.
     pub fn all(&self) -> [&Script; 9] {
         [

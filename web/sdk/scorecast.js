@@ -288,7 +288,7 @@ export class Scorecast {
     return new Promise((resolve, reject) => {
       const p = { frame, board: msg.board, resolve: (m) => resolve(answer(m)), reject, tries: 0, sends: 0 };
       this._pending.set(id, p);
-      if (this._ready && this._mayResend()) this._sendPending(p);
+      if (this._ready && !this._heldForHello) this._sendPending(p);
     });
   }
 
@@ -419,7 +419,7 @@ export class Scorecast {
     }
     // Not while the reconnect's hello was refused: as a spectator they would be refused
     // `unauthorized` though they may have counted; they wait for a hello that succeeds.
-    if (this._mayResend()) for (const p of this._pending.values()) this._sendPending(p);
+    if (!this._heldForHello) for (const p of this._pending.values()) this._sendPending(p);
     clearInterval(this._pingTimer);
     this._pingSentAt = 0;
     this._pingTimer = setInterval(() => this._ping(), PING_EVERY_MS);
@@ -447,10 +447,6 @@ export class Scorecast {
     this._send(p.frame);
   }
 
-  /** Whether pending submissions may go out: unless a hello with a token failed on this socket. */
-  _mayResend() {
-    return !this._heldForHello;
-  }
 
   _after(ms, fn) {
     const t = setTimeout(() => {
@@ -587,7 +583,7 @@ export class Scorecast {
       // connection's message limit refused this copy unread, so it goes again after the wait
       // with the same id (dedup answers it), and never settles as a refusal it may not be.
       const wait = Math.max(msg.retry_after_ms ?? 1000, 50);
-      this._after(wait, () => this._pending.has(msg.id) && this._ready && this._mayResend() && this._sendPending(p));
+      this._after(wait, () => this._pending.has(msg.id) && this._ready && !this._heldForHello && this._sendPending(p));
       return;
     }
     this._pending.delete(msg.id);

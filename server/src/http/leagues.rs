@@ -184,13 +184,8 @@ pub async fn moves(
     let cfg = st.store.league(&league).await?;
     let season = match season {
         Some(s) => s.into_string(),
-        None => {
-            let now = st.queues.clock().now_ms();
-            crate::jobs::calendar_season(cfg.reset, now)
-                .and_then(|(_, start, _)| crate::jobs::calendar_season(cfg.reset, start - 1))
-                .map(|(name, _, _)| name)
-                .ok_or_else(|| AppError::bad_request("the league has no calendar"))?
-        }
+        None => crate::jobs::league::last_ended_season(&cfg, st.queues.clock().now_ms())
+            .ok_or_else(|| AppError::bad_request("the league has no calendar"))?,
     };
     let moves = st
         .store

@@ -59,6 +59,13 @@ pub async fn schedule_close(
     Ok(enqueue_once(&queue(st), job).await?.then_some(id))
 }
 
+/// The season of a league that ended last before `now_ms`: the one before the current calendar
+/// season (`None` for a league without a calendar).
+pub fn last_ended_season(cfg: &LeagueConfig, now_ms: i64) -> Option<String> {
+    let (_, start, _) = calendar_season(cfg.reset, now_ms)?;
+    calendar_season(cfg.reset, start - 1).map(|(name, _, _)| name)
+}
+
 /// Step 1: the moves of the season, from its frozen standings: in each bucket of tier `i`, the
 /// first `promote` move up (on the top tier they stay) and, of the players ranked below them,
 /// the last `relegate` move down (on the lowest tier they stay). So a bucket's first `promote`
