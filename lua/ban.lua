@@ -52,16 +52,11 @@ for _, s in ipairs(seasons) do
   local key = prefix .. 's:' .. s
   local score = redis.call('ZSCORE', key, player)
   if score then
-    local prev_rank = rank_of(key, cfg, player, tonumber(score))
     redis.call('HSET', prefix .. 'held:' .. player, s, score)
-    redis.call('ZREM', key, player)
-    local n, in_bucket = bucket_mirror(prefix, cfg, s, player, nil)
-    local tail = ''
-    if n then prev_rank, tail = in_bucket or prev_rank, ',"bucket":' .. fmt(n) end
+    local entry = remove_entry(prefix, cfg, s, key, player, score)
     held = held + 1
     if s == current then
-      publish_change(prefix, board, s,
-        ',"changes":[{"player":"' .. player .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. tail .. '}]')
+      publish_change(prefix, board, s, ',"changes":[' .. entry .. ']')
     end
   end
 end

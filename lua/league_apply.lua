@@ -33,14 +33,8 @@ for _, m in ipairs(moves) do
   if now_on ~= board then
     local old = redis.call('ZSCORE', key, player)
     if old then
-      local prev_rank = rank_of(key, cfg, player, tonumber(old))
-      redis.call('ZREM', key, player)
-      local n, in_bucket = bucket_mirror(prefix, cfg, next_season, player, nil)
-      local tail = ''
-      if n then prev_rank, tail = in_bucket or prev_rank, ',"bucket":' .. fmt(n) end
       nr = nr + 1
-      removed[nr] = '{"player":"' .. player .. '","score":null,"rank":null,"previous_rank":' ..
-        fmt(prev_rank) .. tail .. '}'
+      removed[nr] = remove_entry(prefix, cfg, next_season, key, player, old)
     end
     -- Their place in a bucket goes too; in the bucket still filling, it is free again.
     local bk = prefix .. 'bk:' .. next_season

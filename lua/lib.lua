@@ -244,6 +244,20 @@ local function bucket_mirror(prefix, cfg, season, player, score)
   return tonumber(n), r
 end
 
+-- Removes `player`'s entry (stored score `old`) from the season's zset `key` and from their
+-- bucket (lua/remove.lua, ban.lua, league_apply.lua). Returns the change event's entry for it:
+-- score and rank null, `previous_rank` the rank it had (within the bucket on a bucketed board,
+-- which it names).
+local function remove_entry(prefix, cfg, season, key, player, old)
+  local prev_rank = rank_of(key, cfg, player, tonumber(old))
+  redis.call('ZREM', key, player)
+  local n, in_bucket = bucket_mirror(prefix, cfg, season, player, nil)
+  local tail = ''
+  if n then prev_rank, tail = in_bucket or prev_rank, ',"bucket":' .. fmt(n) end
+  return '{"player":"' .. player .. '","score":null,"rank":null,"previous_rank":' ..
+    fmt(prev_rank) .. tail .. '}'
+end
+
 -- Board rows from index `start` to `stop` (0-based, inclusive) in rank order, as a flat list:
 -- player, points, rank, name ('' if none), reached_ms (-1 if none) for each.
 local function entries(prefix, key, cfg, start, stop, season_start)

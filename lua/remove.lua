@@ -23,14 +23,9 @@ local hold = prefix .. 'held:' .. ARGV[1]
 local old = redis.call('ZSCORE', key, ARGV[1])
 local held = false
 if old then
-  local prev_rank = rank_of(key, cfg, ARGV[1], tonumber(old))
-  redis.call('ZREM', key, ARGV[1])
-  local n, in_bucket = bucket_mirror(prefix, cfg, season, ARGV[1], nil)
-  local tail = ''
-  if n then prev_rank, tail = in_bucket or prev_rank, ',"bucket":' .. fmt(n) end
   -- The same event shape as submit.lua's: a `changes` list (here of one).
   publish_change(prefix, board, season,
-    ',"changes":[{"player":"' .. ARGV[1] .. '","score":null,"rank":null,"previous_rank":' .. fmt(prev_rank) .. tail .. '}]')
+    ',"changes":[' .. remove_entry(prefix, cfg, season, key, ARGV[1], old) .. ']')
 else
   old = redis.call('HGET', hold, season)
   if not old then return {'ok', 0, season} end
