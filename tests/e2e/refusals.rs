@@ -1,5 +1,5 @@
 //! Requests refused at the front door before they reach Redis: malformed log cursors, unknown
-//! fields in the admin score body, invalid UTF-8 in a WebSocket text frame, and invisible
+//! fields in the admin score body, bodies written as arrays, invalid UTF-8 in a WebSocket text frame, and invisible
 //! characters in display names. Each refusal has its code and changes no key.
 
 use futures_util::SinkExt;
@@ -230,4 +230,72 @@ async fn display_names_lose_zero_width_and_tag_characters() {
             assert_eq!(entry["name"], shown.as_str(), "{entry}");
         }
     }
+}
+
+/// Every JSON request body is an object: the array of a body's fields in order, which serde
+/// would read as that body, is 400 `bad_request` and changes nothing (a ban, a score, a rollover,
+/// a job, a token, a guest login that would each have been carried out).
+#[tokio::test]
+async fn a_body_written_as_an_array_of_its_fields_is_refused() {
+    let app = spawn_app_with(
+        |s| {
+            s.dev = true;
+            s.workers = false;
+            s.finish().unwrap();
+        },
+        Clock::manual(T0),
+    )
+    .await;
+    app.board("s", json!({"op": "incr"})).await;
+    app.score("s", "kim", 1).await;
+    let before = app.dump().await;
+    let cases = [
+        (Method::PUT, "/admin/bans/kim", json!(["s", "x", null])),
+        (
+            Method::POST,
+            "/admin/boards/s/players/kim/score",
+            json!([5, null, null]),
+        ),
+        (Method::POST, "/admin/boards/s/rollover", json!(["s2"])),
+        (
+            Method::POST,
+            "/admin/queues/q/jobs",
+            json!([null, "email", null, null, null, null, null]),
+        ),
+        (
+            Method::POST,
+            "/admin/queues/q/jobs/bulk",
+            json!({"jobs": [[null, "email", null, null, null, null, null]]}),
+        ),
+        (Method::POST, "/admin/tokens", json!(["kim", null, null])),
+        (Method::POST, "/v1/guest", json!(["ann"])),
+    ];
+    for (method, path, body) in cases {
+        let r = app
+            .call(method.clone(), path, Some(body.clone()), true)
+            .await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (400, "bad_request"),
+            "{method} {path} {body}: {:?}",
+            r.body
+        );
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("a JSON object is expected")),
+            "{method} {path}: {:?}",
+            r.body
+        );
+    }
+    assert_eq!(app.dump().await, before, "a refused body changed a key");
+    // The same bodies as objects are carried out.
+    let r = app
+        .admin(
+            Method::POST,
+            "/admin/queues/q/jobs",
+            json!({"kind": "email", "payload": {"b": 1}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
 }

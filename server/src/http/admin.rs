@@ -6,7 +6,7 @@ use scorecast_shared::{BoardConfig, ErrorCode, Id, Op};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::extract::{Admin, GameServer, Reader};
+use super::extract::{Admin, GameServer, Object, Reader};
 use crate::error::{AppError, AppResult};
 use crate::state::{AppState, Transport};
 use crate::store::{Accepted, AuditPage, LogCursor, LogPage, Submission};
@@ -27,10 +27,10 @@ pub async fn put_board(
     key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Json<serde_json::Value>,
+    body: Object<BoardConfig>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
-    let body: BoardConfig = super::object(body)?;
+    let body = body.into_inner();
     let created = st.store.put_board(&board, &body).await?;
     tracing::info!(%board, created, key = %key.0, "board configured");
     let config = serde_json::to_string(&body).unwrap_or_default();
@@ -77,7 +77,7 @@ pub async fn score(
     key: GameServer,
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: web::Json<ScoreBody>,
+    body: Object<ScoreBody>,
 ) -> AppResult<HttpResponse> {
     let (board, player) = (AppState::id(&path.0)?, AppState::id(&path.1)?);
     let points =
@@ -153,7 +153,7 @@ pub async fn rollover(
     key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Json<RolloverBody>,
+    body: Object<RolloverBody>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let season = AppState::id(&body.season)?;
@@ -253,7 +253,7 @@ pub struct TokenResponse {
 pub async fn tokens(
     _: GameServer,
     st: web::Data<AppState>,
-    body: web::Json<TokenRequest>,
+    body: Object<TokenRequest>,
 ) -> AppResult<HttpResponse> {
     let player = AppState::id(&body.player)?;
     let max = st.tokens.max_lifetime_s();

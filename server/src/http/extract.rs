@@ -1,5 +1,5 @@
 //! Request guards: the bearer key of each scope, a player's token, and the per-address limiter
-//! on public reads.
+//! on public reads; and [`Object`], every JSON request body.
 //!
 //! Each `/admin` endpoint states the scope it needs in one place, by taking one of [`Admin`],
 //! [`GameServer`] or [`Reader`] as an argument: a request without a known key is refused 401
@@ -162,4 +162,48 @@ impl std::fmt::Display for KeyName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// A JSON request body read as `T`, which must be a JSON object: serde would read a struct from
+/// an array of its fields in order (`[]` would pass as every default). Anything else is 400
+/// `bad_request` (`malformed body: …`), a body above [`super::MAX_BODY`] 413.
+pub struct Object<T>(pub T);
+
+impl<T> Object<T> {
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> std::ops::Deref for Object<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: serde::de::DeserializeOwned + 'static> FromRequest for Object<T> {
+    type Error = actix_web::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut actix_web::dev::Payload) -> Self::Future {
+        // The body limit and the refusals of unreadable JSON are `super::json_config`'s.
+        // Raw, so that what `T` keeps as sent (a job's payload) is read from the text itself.
+        let json = web::Json::<Box<serde_json::value::RawValue>>::from_request(req, payload);
+        Box::pin(async move {
+            let raw = json.await?.into_inner();
+            object(raw.get())
+                .map(Object)
+                .map_err(|e| AppError::bad_request(format!("malformed body: {e}")).into())
+        })
+    }
+}
+
+/// `text`, a JSON object, as `T` (an array of `T`'s fields is refused).
+pub fn object<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    if !text.trim_start().starts_with('{') {
+        return Err("a JSON object is expected".into());
+    }
+    serde_json::from_str(text).map_err(|e| e.to_string())
 }

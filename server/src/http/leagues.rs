@@ -7,7 +7,7 @@ use actix_web::{get, put, web, HttpResponse};
 use scorecast_shared::{ErrorCode, Id};
 use serde::{Deserialize, Serialize};
 
-use super::extract::{Admin, PlayerAuth, ReadLimit, Reader};
+use super::extract::{Admin, Object, PlayerAuth, ReadLimit, Reader};
 use super::public::{in_range, offset, season, TopResponse};
 use crate::error::{rate_headers, AppError, AppResult};
 use crate::state::AppState;
@@ -92,10 +92,10 @@ pub async fn put_league(
     key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Json<serde_json::Value>,
+    body: Object<LeagueConfig>,
 ) -> AppResult<HttpResponse> {
     let league = AppState::id(&path)?;
-    let body: LeagueConfig = super::object(body)?;
+    let body = body.into_inner();
     let created = st.store.put_league(&league, &body).await?;
     tracing::info!(%league, created, key = %key.0, "league configured");
     let config = serde_json::to_string(&body).unwrap_or_default();

@@ -92,21 +92,6 @@ pub fn json_config() -> web::JsonConfig {
         })
 }
 
-/// A configuration body (`PUT /admin/boards/{b}`, `PUT /admin/leagues/{l}`) as `T`: a JSON
-/// object only (serde would read a struct from an array of its fields in order, so `[]` would
-/// pass as every default).
-pub fn object<T: serde::de::DeserializeOwned>(
-    body: web::Json<serde_json::Value>,
-) -> Result<T, AppError> {
-    let v = body.into_inner();
-    if !v.is_object() {
-        return Err(AppError::bad_request(
-            "malformed body: a JSON object of the configuration's fields is expected",
-        ));
-    }
-    serde_json::from_value(v).map_err(|e| AppError::bad_request(format!("malformed body: {e}")))
-}
-
 pub fn query_config() -> web::QueryConfig {
     web::QueryConfig::default().error_handler(|err: QueryPayloadError, _req| {
         AppError::bad_request(format!("bad query: {err}")).into()

@@ -5,7 +5,7 @@ use actix_web::{delete, get, put, web, HttpResponse};
 use scorecast_shared::{BoardConfig, ErrorCode};
 use serde::{Deserialize, Serialize};
 
-use super::extract::{Admin, Reader};
+use super::extract::{Admin, Object, Reader};
 use crate::error::{AppError, AppResult};
 use crate::queue::MAX_SCHEDULE_AHEAD_MS;
 use crate::state::AppState;
@@ -50,7 +50,7 @@ pub async fn put_ban(
     key: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Json<BanBody>,
+    body: Object<BanBody>,
 ) -> AppResult<HttpResponse> {
     let player = AppState::id(&path)?;
     let board = body.board.as_deref().map(AppState::id).transpose()?;

@@ -5,7 +5,7 @@ use actix_web::{get, post, web, HttpResponse};
 use scorecast_shared::{protocol, BoardConfig, Entry, ErrorCode, Id};
 use serde::{Deserialize, Serialize};
 
-use super::extract::ReadLimit;
+use super::extract::{Object, ReadLimit};
 use crate::error::{rate_headers, AppError, AppResult};
 use crate::state::AppState;
 use crate::store::{Page, Read, Scope, SeasonInfo};
@@ -357,10 +357,7 @@ pub struct GuestResponse {
 /// Dev profile only: a player token for `guest-<name>`.
 #[utoipa::path(request_body = GuestRequest, responses((status = 200, body = GuestResponse), (status = 404)), tag = "public")]
 #[post("/v1/guest")]
-pub async fn guest(
-    st: web::Data<AppState>,
-    body: web::Json<GuestRequest>,
-) -> AppResult<HttpResponse> {
+pub async fn guest(st: web::Data<AppState>, body: Object<GuestRequest>) -> AppResult<HttpResponse> {
     if !st.settings.dev {
         return Err(AppError::new(
             ErrorCode::NotFound,

@@ -8,7 +8,7 @@ use scorecast_shared::Id;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::extract::{Admin, Reader};
+use super::extract::{Admin, Object, Reader};
 use crate::error::{AppError, AppResult};
 use crate::queue::{
     Attempt, Claimed, Counts, JobState, Lease, NewJob, When, MAX_ATTEMPTS, MAX_BULK_JOBS,
@@ -105,7 +105,7 @@ pub async fn enqueue(
     _: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Json<EnqueueBody>,
+    body: Object<EnqueueBody>,
 ) -> AppResult<HttpResponse> {
     let q = queue(&st, &path)?;
     let job = new_job(body.into_inner())?;
@@ -132,7 +132,7 @@ fn each_job<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<EnqueueBody>, 
     raw.iter()
         .enumerate()
         .map(|(i, r)| {
-            serde_json::from_str(r.get()).map_err(|e| D::Error::custom(format!("jobs[{i}]: {e}")))
+            super::extract::object(r.get()).map_err(|e| D::Error::custom(format!("jobs[{i}]: {e}")))
         })
         .collect()
 }
@@ -151,7 +151,7 @@ pub async fn enqueue_bulk(
     _: Admin,
     st: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Json<BulkBody>,
+    body: Object<BulkBody>,
 ) -> AppResult<HttpResponse> {
     let q = queue(&st, &path)?;
     let body = body.into_inner();
@@ -352,7 +352,7 @@ pub async fn ack(
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
     query: web::Query<AckQuery>,
-    body: web::Json<AckBody>,
+    body: Object<AckBody>,
 ) -> AppResult<HttpResponse> {
     let (q, id) = job_path(&st, &path)?;
     if query.next != Some(true) {
@@ -376,7 +376,7 @@ pub async fn nack(
     _: Admin,
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: web::Json<NackBody>,
+    body: Object<NackBody>,
 ) -> AppResult<HttpResponse> {
     let (q, id) = job_path(&st, &path)?;
     q.nack_because(
@@ -396,7 +396,7 @@ pub async fn extend(
     _: Admin,
     st: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: web::Json<ExtendBody>,
+    body: Object<ExtendBody>,
 ) -> AppResult<HttpResponse> {
     let (q, id) = job_path(&st, &path)?;
     let lease_ms = body.lease_ms.unwrap_or(st.settings.queues.default_lease_ms);
