@@ -115,14 +115,31 @@ fn cluster_client(
     b.build()
 }
 
-/// `url` without its password, for messages (secrets never appear in logs).
+/// `url` without its password, for messages (secrets never appear in logs): the user
+/// information of `redis://user:pass@host`, the `pass` parameter of `unix:///path?pass=…`.
 pub fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let (url, query) = match url.split_once('?') {
+        Some((url, query)) => (url, Some(query)),
+        None => (url, None),
+    };
+    let mut shown = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             format!("{}://***@{}", &url[..scheme], &url[at + 1..])
         }
         _ => url.to_owned(),
+    };
+    if let Some(query) = query {
+        let params: Vec<String> = query
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("pass") => format!("{k}=***"),
+                _ => p.to_owned(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&params.join("&"));
     }
+    shown
 }
 
 /// Connects the shared connection to `target`.

@@ -369,5 +369,13 @@ mod tests {
             "redis://***@db:6379/0"
         );
         assert_eq!(super::redacted("redis://db:6379/"), "redis://db:6379/");
+        assert_eq!(
+            super::redacted("redis+unix:///run/redis.sock?db=2&pass=hunter2"),
+            "redis+unix:///run/redis.sock?db=2&pass=***"
+        );
+        assert_eq!(
+            super::redacted("unix:///run/redis.sock?db=2"),
+            "unix:///run/redis.sock?db=2"
+        );
     }
 }

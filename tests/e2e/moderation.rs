@@ -102,6 +102,11 @@ async fn a_board_ban_hides_refuses_and_lifts_over_http() {
         .await;
     assert_eq!(log.body["entries"][0]["action"], "ban", "{:?}", log.body);
     assert_eq!(log.body["entries"][0]["reason"], "cheating");
+    assert_eq!(
+        log.body["entries"][0]["until_ms"],
+        Value::Null,
+        "until lifted"
+    );
 
     // Act: lift it.
     assert_eq!(lift(&app, "/admin/bans/bob?board=m").await.status, 204);
@@ -132,6 +137,26 @@ async fn a_board_ban_hides_refuses_and_lifts_over_http() {
     );
     let list = app.call(Method::GET, "/admin/bans", None, true).await;
     assert_eq!(list.body["bans"], json!([]));
+
+    // A ban given without a reason is logged with a null one, as its record has it.
+    assert_eq!(ban(&app, "bob", json!({"board": "m"})).await.status, 200);
+    let log = app
+        .call(
+            Method::GET,
+            "/admin/boards/m/log?player=bob&limit=1",
+            None,
+            true,
+        )
+        .await;
+    assert_eq!(
+        (
+            &log.body["entries"][0]["action"],
+            &log.body["entries"][0]["reason"]
+        ),
+        (&json!("ban"), &Value::Null),
+        "{:?}",
+        log.body
+    );
 }
 
 /// Over WebSocket: a watching `top` view loses the banned player's row at once, their

@@ -289,6 +289,11 @@ fn plain_entry(e: &StreamId) -> serde_json::Value {
             // Not placed with a key (the expiry job).
             continue;
         }
+        if matches!(k.as_str(), "reason" | "until_ms") && s.is_empty() {
+            // A ban given without a reason, or until lifted: as its record says it.
+            obj.insert(k.clone(), serde_json::Value::Null);
+            continue;
+        }
         let v = match s.parse::<i64>() {
             Ok(n) if !matches!(k.as_str(), "player" | "id" | "season" | "reason") => n.into(),
             _ => s.into(),
