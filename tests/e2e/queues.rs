@@ -349,17 +349,60 @@ async fn the_reaper_task_redelivers_a_lapsed_lease() {
     q.ack(&id("m1"), &second.lease.token).await.unwrap();
 }
 
-/// A lease shortened by `extend` lapses at its new deadline, not the old one: the reaper is
-/// woken for it and puts the job back in ready with nobody claiming, long before the first
-/// lease (60 s) would have ended; a claim then gets it.
+/// A lease shortened by `extend` lapses at its new deadline, not the old one: the reaper, which
+/// planned its next round for the first lease (60 s away, so 30 s: its longest sleep), is woken
+/// for the new deadline and puts the job back in ready with nobody claiming; a claim then gets
+/// it. The reaper's round after the claim is awaited in Redis's slow log (every command logged),
+/// so that the extend comes after it made its plan.
 #[tokio::test]
 async fn a_lease_shortened_by_extend_lapses_at_its_new_deadline() {
     let app = spawn_app_with(|_| {}, Clock::Redis).await;
+    let mut c = app.redis_conn_direct().await;
+    let reap = &scorecast_server::scripts::Q_REAP;
+    // Loaded now: each of the reaper's rounds is one `EVALSHA <its hash>` in the log.
+    let _: String = reap.prepare_invoke().load_async(&mut c).await.unwrap();
+    let slowlog = |threshold: i64| {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(threshold)
+            .arg("slowlog-max-len")
+            .arg(10_000)
+            .to_owned()
+    };
+    let _: () = slowlog(0).query_async(&mut c).await.unwrap();
+    let _: () = redis::cmd("SLOWLOG")
+        .arg("RESET")
+        .query_async(&mut c)
+        .await
+        .unwrap();
     let q = queue(&app, "short");
     q.enqueue(job("email", json!(1)).id(id("s1")))
         .await
         .unwrap();
     let first = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
+    let reaped = || {
+        let mut c = c.clone();
+        async move {
+            let log: Vec<redis::Value> = redis::cmd("SLOWLOG")
+                .arg("GET")
+                .arg(-1)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            log.into_iter().any(|entry| {
+                let redis::Value::Array(fields) = entry else {
+                    return false;
+                };
+                let args: Vec<String> = redis::from_redis_value(fields[3].clone()).unwrap();
+                args[0].eq_ignore_ascii_case("evalsha")
+                    && args.get(1) == Some(&reap.get_hash().to_owned())
+            })
+        }
+    };
+    eventually("the reaper's round after the claim", reaped).await;
+    let _: () = slowlog(10_000).query_async(&mut c).await.unwrap();
+
     q.extend(&id("s1"), &first.lease.token, Duration::from_millis(200))
         .await
         .unwrap();
