@@ -357,51 +357,24 @@ async fn the_reaper_task_redelivers_a_lapsed_lease() {
 #[tokio::test]
 async fn a_lease_shortened_by_extend_lapses_at_its_new_deadline() {
     let app = spawn_app_with(|_| {}, Clock::Redis).await;
-    let mut c = app.redis_conn_direct().await;
     let reap = &scorecast_server::scripts::Q_REAP;
     // Loaded now: each of the reaper's rounds is one `EVALSHA <its hash>` in the log.
+    let mut c = app.redis_conn_direct().await;
     let _: String = reap.prepare_invoke().load_async(&mut c).await.unwrap();
-    let slowlog = |threshold: i64| {
-        redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("slowlog-log-slower-than")
-            .arg(threshold)
-            .arg("slowlog-max-len")
-            .arg(10_000)
-            .to_owned()
-    };
-    let _: () = slowlog(0).query_async(&mut c).await.unwrap();
-    let _: () = redis::cmd("SLOWLOG")
-        .arg("RESET")
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    app.log_every_command(true).await;
     let q = queue(&app, "short");
     q.enqueue(job("email", json!(1)).id(id("s1")))
         .await
         .unwrap();
     let first = q.claim(Duration::from_secs(60)).await.unwrap().unwrap();
-    let reaped = || {
-        let mut c = c.clone();
-        async move {
-            let log: Vec<redis::Value> = redis::cmd("SLOWLOG")
-                .arg("GET")
-                .arg(-1)
-                .query_async(&mut c)
-                .await
-                .unwrap();
-            log.into_iter().any(|entry| {
-                let redis::Value::Array(fields) = entry else {
-                    return false;
-                };
-                let args: Vec<String> = redis::from_redis_value(fields[3].clone()).unwrap();
-                args[0].eq_ignore_ascii_case("evalsha")
-                    && args.get(1) == Some(&reap.get_hash().to_owned())
-            })
-        }
-    };
-    eventually("the reaper's round after the claim", reaped).await;
-    let _: () = slowlog(10_000).query_async(&mut c).await.unwrap();
+    eventually("the reaper's round after the claim", || async {
+        app.slow_log().await.iter().any(|args| {
+            args[0].eq_ignore_ascii_case("evalsha")
+                && args.get(1).map(String::as_str) == Some(reap.get_hash())
+        })
+    })
+    .await;
+    app.log_every_command(false).await;
 
     q.extend(&id("s1"), &first.lease.token, Duration::from_millis(200))
         .await

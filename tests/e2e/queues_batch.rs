@@ -496,20 +496,9 @@ async fn racing_single_enqueues_share_script_calls_and_each_is_answered_alone() 
 /// script gets 8 keys, the clock, the each-on-its-own flag and 6 arguments per job, and the log
 /// keeps a long command's argument count in its last entry ("... (N more arguments)").
 async fn enqueue_calls_logged(app: &TestApp, queue: &str) -> Vec<usize> {
-    let mut c = app.redis_conn_direct().await;
-    let log: Vec<redis::Value> = redis::cmd("SLOWLOG")
-        .arg("GET")
-        .arg(-1)
-        .query_async(&mut c)
-        .await
-        .unwrap();
     let ready = format!("q:{{{queue}}}:ready");
     let mut calls = Vec::new();
-    for entry in log {
-        let redis::Value::Array(fields) = entry else {
-            panic!("a slow log entry: {entry:?}")
-        };
-        let args: Vec<String> = redis::from_redis_value(fields[3].clone()).unwrap();
+    for args in app.slow_log().await {
         if !args[0].eq_ignore_ascii_case("evalsha") || args.get(3) != Some(&ready) {
             continue;
         }
@@ -530,7 +519,6 @@ async fn enqueue_calls_logged(app: &TestApp, queue: &str) -> Vec<usize> {
 #[tokio::test]
 async fn racing_single_enqueues_are_split_at_a_bulk_enqueues_bounds() {
     let app = manual_app().await;
-    let mut c = app.redis_conn_direct().await;
     // Redis knows the script from here on: no call is logged twice (once refused `NOSCRIPT`).
     queue(&app, "warm")
         .enqueue(job("warm", json!(0)))
@@ -538,20 +526,7 @@ async fn racing_single_enqueues_are_split_at_a_bulk_enqueues_bounds() {
         .unwrap();
     for (name, n, pad) in [("big", 40, 100_000), ("many", 2_500, 0)] {
         let q = queue(&app, name);
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("slowlog-log-slower-than")
-            .arg(0)
-            .arg("slowlog-max-len")
-            .arg(10_000)
-            .query_async(&mut c)
-            .await
-            .unwrap();
-        let _: () = redis::cmd("SLOWLOG")
-            .arg("RESET")
-            .query_async(&mut c)
-            .await
-            .unwrap();
+        app.log_every_command(true).await;
         let tasks: Vec<_> = (0..n)
             .map(|i| {
                 let q = q.clone();
@@ -562,13 +537,7 @@ async fn racing_single_enqueues_are_split_at_a_bulk_enqueues_bounds() {
         for t in tasks {
             t.await.unwrap().expect("enqueued");
         }
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("slowlog-log-slower-than")
-            .arg(10_000)
-            .query_async(&mut c)
-            .await
-            .unwrap();
+        app.log_every_command(false).await;
         let calls = enqueue_calls_logged(&app, name).await;
         assert_eq!(
             calls.iter().sum::<usize>(),

@@ -282,6 +282,48 @@ impl TestApp {
             .unwrap()
     }
 
+    /// From now on Redis's slow log records every command (`true`; the log is emptied first,
+    /// and holds up to 10 000 entries), or only those above 10 ms again (`false`, the default).
+    pub async fn log_every_command(&self, on: bool) {
+        let mut c = self.redis_conn_direct().await;
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(if on { 0 } else { 10_000 })
+            .arg("slowlog-max-len")
+            .arg(10_000)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        if on {
+            let _: () = redis::cmd("SLOWLOG")
+                .arg("RESET")
+                .query_async(&mut c)
+                .await
+                .unwrap();
+        }
+    }
+
+    /// The arguments of each command in Redis's slow log, newest first (past 32 arguments the
+    /// 32nd says `... (N more arguments)`; an argument past 128 bytes is cut).
+    pub async fn slow_log(&self) -> Vec<Vec<String>> {
+        let mut c = self.redis_conn_direct().await;
+        let log: Vec<redis::Value> = redis::cmd("SLOWLOG")
+            .arg("GET")
+            .arg(-1)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        log.into_iter()
+            .map(|entry| {
+                let redis::Value::Array(fields) = entry else {
+                    panic!("a slow log entry: {entry:?}")
+                };
+                redis::from_redis_value(fields[3].clone()).unwrap()
+            })
+            .collect()
+    }
+
     /// Every key and its value type/content, to prove that a refused request changed nothing.
     pub async fn dump(&self) -> Vec<(String, String)> {
         let mut c = self.redis_conn().await;
