@@ -2,8 +2,9 @@
 -- Prepended with lib.lua.
 --
 -- KEYS[1]  lb:{<board>}:config
--- KEYS[2]  lb:{<board>}:run:<run id>      the run: JSON {player, seed, started_ms, expires_ms},
---                                          kept KEPT_MS past the run's end
+-- KEYS[2]  lb:{<board>}:run:<run id>      the run: JSON {player, seed, started_ms, expires_ms,
+--                                          and on a tournament board season: the occurrence it
+--                                          is an attempt of}, kept KEPT_MS past the run's end
 -- KEYS[3]  lb:{<board>}:runs:<player>     the player's open runs: run id -> expires_ms
 -- ARGV[1] player   ARGV[2] run id   ARGV[3] seed   ARGV[4] ttl_ms   ARGV[5] most open runs
 -- ARGV[6] now_ms override ('' = TIME)
@@ -56,10 +57,10 @@ end
 local lg_code, lg_msg = league_refusal(prefix, cfg, board_of(prefix), ARGV[1])
 if lg_code then return {'err', lg_code, lg_msg} end
 local tour = tournament_of(cfg)
-local t_key, t_in
+local t_key, t_in, season
 if tour then
   local code, msg = tournament_window(tour, now)
-  local season = current_season(prefix, cfg, now)
+  season = current_season(prefix, cfg, now)
   t_key = prefix .. 't:' .. season
   t_in = redis.call('ZSCORE', t_key .. ':joined', ARGV[1]) ~= false
   if not code and not t_in then code, msg = tournament_room(prefix, tour, season, ARGV[1], true) end
@@ -76,7 +77,7 @@ if tour then
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', fmt(now))
 local expires = now + ttl
-redis.call('SET', KEYS[2], cjson.encode({player = ARGV[1], seed = tonumber(ARGV[3]), started_ms = now, expires_ms = expires}), 'PX', ttl + KEPT_MS)
+redis.call('SET', KEYS[2], cjson.encode({player = ARGV[1], seed = tonumber(ARGV[3]), started_ms = now, expires_ms = expires, season = season}), 'PX', ttl + KEPT_MS)
 redis.call('ZADD', KEYS[3], fmt(expires), ARGV[2])
 redis.call('PEXPIRE', KEYS[3], ttl)
 return {'ok', now, expires, tonumber(ARGV[3])}

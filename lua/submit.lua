@@ -120,6 +120,18 @@ local tour = tournament_of(cfg)
 local t_closed, t_closed_msg -- the tournament's window refusal, if it is not open now
 if tour then t_closed, t_closed_msg = tournament_window(tour, now) end
 local t_prefix = prefix .. 't:' .. season
+
+-- A validator's replay on a tournament board counts only in the occurrence (season) its run was
+-- an attempt of: its submission id is `<run>.<proof length>` (server/src/state.rs) and the run's
+-- record names that season (lua/run_start.lua). nil, or the refusal.
+local function run_occurrence_refusal(sub_id)
+  local run = string.match(sub_id, '^(.*)%.%d+$')
+  local raw = run and redis.call('GET', prefix .. 'run:' .. run)
+  local started_in = raw and cjson.decode(raw).season
+  if started_in and started_in ~= season then
+    return 'ended', 'run ' .. run .. ' was an attempt of ' .. started_in .. ', an occurrence of this tournament that has ended; start a run in ' .. season
+  end
+end
 -- A bucketed board (lib.lua, "Buckets"): each score is written to the player's bucket too, and
 -- the results' and the change event's ranks are within the bucket (the event names it).
 local bsize = bucket_size_of(cfg)
@@ -224,10 +236,12 @@ local function submit_player(player, subs)
       end
       -- 2b. The tournament: open now; the player entered (or may enter by playing: room left);
       -- an attempt left. A validator's replay was checked when its run started (lua/run_start.lua):
-      -- only the window applies to it.
+      -- only the window applies to it, and its run must be an attempt of this occurrence.
       if not refused and tour then
         local code, msg = t_closed, t_closed_msg
-        if not code and by ~= VERIFIED then
+        if not code and by == VERIFIED then
+          code, msg = run_occurrence_refusal(sub_id)
+        elseif not code then
           if t_in == nil then
             t_in = redis.call('ZSCORE', t_prefix .. ':joined', player) ~= false
             t_made = tonumber(redis.call('HGET', t_prefix .. ':attempts', player) or '0')

@@ -399,6 +399,66 @@ async fn on_a_verified_board_each_started_run_is_an_attempt() {
     assert_eq!(app.dump().await, before);
 }
 
+/// A run is an attempt of the occurrence it started in: once an admin starts a new occurrence,
+/// the old run's proof is refused `ended` and changes nothing (it would have ranked a player who
+/// never entered the new, full occurrence); a run started in the new occurrence scores there.
+#[tokio::test]
+async fn a_runs_proof_counts_only_in_the_occurrence_it_started_in() {
+    let app = app().await;
+    let mut cfg = tourney(json!({"max_size": 1, "max_attempts": 1, "join_required": true}));
+    cfg["op"] = json!("best");
+    cfg["validator"] = json!("2048");
+    app.board("v", cfg).await;
+    app.clock.set(START);
+    let start = |player: &'static str| {
+        let token = app.token(player, None);
+        let api = &app.api;
+        async move {
+            let r = api
+                .call_as(Some(&token), Method::POST, "/v1/boards/v/runs", None)
+                .await;
+            assert_eq!(r.status, 200, "{player}: {:?}", r.body);
+            r.body["run"].as_str().unwrap().to_owned()
+        }
+    };
+    let prove = |player: &'static str, run: String| {
+        let token = app.token(player, None);
+        let req = app
+            .http
+            .post(app.url(&format!("/v1/boards/v/runs/{run}/proof")))
+            .bearer_auth(token)
+            .body("l");
+        async move {
+            let res = req.send().await.unwrap();
+            (res.status().as_u16(), res.json::<Value>().await.unwrap())
+        }
+    };
+    assert_eq!(join(&app, "v", "ann").await.status, 200);
+    let old = start("ann").await;
+    assert_eq!(app.rollover("v", "second").await.status, 200);
+    assert_eq!(join(&app, "v", "bo").await.status, 200);
+
+    let before = app.dump().await;
+    let (status, body) = prove("ann", old.clone()).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (409, &json!("ended")),
+        "{body}"
+    );
+    assert_eq!(app.dump().await, before, "a refused proof changed Redis");
+
+    let (status, body) = prove("bo", start("bo").await).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["season"], "second", "{body}");
+    let top = app.get("/v1/boards/v/top").await;
+    assert_eq!(
+        standings(&top.body),
+        [("bo".to_owned(), body["score"].as_i64().unwrap())],
+        "{:?}",
+        top.body
+    );
+}
+
 /// Records what would be pushed to players' WebSockets (the jobs' `Notifier`).
 #[derive(Default)]
 struct Recorder(std::sync::Mutex<Vec<(String, String)>>);
