@@ -426,6 +426,33 @@ async fn only_a_proof_may_be_above_the_frame_limit() {
         outcome(&c.answer_to("p-1").await),
         ("rejected", "not_found")
     );
+
+    // Past a proof's own limit even a proof is closed with 1009, and the reason names that
+    // limit (88 408 bytes: the base64 of 64 KiB and 1 KiB for the rest), not only 16 KiB.
+    let mut c = player(&app, "alice").await;
+    let pad = "x".repeat(88_408);
+    c.send_json(json!({"type": "proof", "id": "p-2", "board": BOARD, "run": "nope", "proof": "", "pad": pad}))
+        .await;
+    let close = loop {
+        match tokio::time::timeout(
+            scorecast_tests::ws::WAIT,
+            futures_util::StreamExt::next(&mut c.ws),
+        )
+        .await
+        .expect("closed within the wait")
+        {
+            Some(Ok(Message::Close(f))) => break f.expect("a close frame with its reason"),
+            Some(Ok(_)) => {}
+            other => panic!("expected a close frame, got {other:?}"),
+        }
+    };
+    assert_eq!(
+        (u16::from(close.code), close.reason.as_str()),
+        (
+            1009,
+            "messages above 16384 bytes are refused (88408 for a proof)"
+        )
+    );
 }
 
 /// Past the connection's message rate, `start_run` and `proof` are `rejected` `rate_limited`
