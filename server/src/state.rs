@@ -126,7 +126,12 @@ impl AppState {
         let points = i64::try_from(score)
             .ok()
             .filter(|p| *p <= scorecast_shared::MAX_POINTS)
-            .ok_or_else(|| AppError::bad_request(format!("the validator returned {score}")))?;
+            .ok_or_else(|| {
+                AppError::new(
+                    ErrorCode::PointsOutOfRange,
+                    format!("the validator returned {score}, above 2^53 - 1 (the exact range)"),
+                )
+            })?;
         let s = Submission {
             board: board.clone(),
             player: player.id.clone(),

@@ -715,3 +715,74 @@ async fn uploaded_validators_verify_submissions() {
         "a verification compiled the module again"
     );
 }
+
+/// A validator's score past 2^53 - 1 (the exact range of a score) is refused
+/// `points_out_of_range`, as a submission's points would be, and changes nothing; 2^53 - 1
+/// itself is a score.
+#[tokio::test]
+async fn a_validators_score_past_the_exact_range_is_refused() {
+    let app = spawn_app().await;
+    let returning = |score: i64| {
+        wat::parse_str(format!(
+            r#"(module (memory (export "memory") 1)
+            (func (export "alloc") (param i32) (result i32) i32.const 0)
+            (func (export "validate") (param i64 i32 i32 i64) (result i64) i64.const {score}))"#
+        ))
+        .unwrap()
+    };
+    let top = (1i64 << 53) - 1;
+    assert_eq!(put(&app, "huge", returning(top + 1)).await.0, 200);
+    assert_eq!(put(&app, "most", returning(top)).await.0, 200);
+    app.board("h", json!({"op": "best", "validator": "huge"}))
+        .await;
+    app.board("m", json!({"op": "best", "validator": "most"}))
+        .await;
+    let alice = app.token("alice", None);
+    let prove = |board: &'static str| {
+        let (http, alice) = (app.http.clone(), alice.clone());
+        let url = |p: String| app.url(&p);
+        let runs = url(format!("/v1/boards/{board}/runs"));
+        let base = url(format!("/v1/boards/{board}/runs/"));
+        async move {
+            let run: Value = http
+                .post(runs)
+                .bearer_auth(&alice)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let res = http
+                .post(format!("{base}{}/proof", run["run"].as_str().unwrap()))
+                .bearer_auth(&alice)
+                .body("x")
+                .send()
+                .await
+                .unwrap();
+            (res.status().as_u16(), res.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = prove("m").await;
+    assert_eq!((status, &body["score"]), (200, &json!(top)), "{body}");
+
+    let before = app.dump().await;
+    let (status, body) = prove("h").await;
+    let runs_after = app.dump().await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (400, &json!("points_out_of_range")),
+        "{body}"
+    );
+    // Only the run it started is new: the score changed nothing.
+    let new: Vec<_> = runs_after
+        .iter()
+        .filter(|kv| !before.contains(kv))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert!(
+        new.iter().all(|k| k.starts_with("lb:{h}:run")),
+        "the refused score wrote {new:?}"
+    );
+    assert_eq!(app.get("/v1/boards/h/players/alice").await.status, 404);
+}
