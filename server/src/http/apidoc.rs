@@ -672,6 +672,20 @@ mod tests {
                 .unwrap()
                 .contains(&MAX_BODY.to_string())
         );
+        // The bodies with limits of their own say so.
+        let upload = &doc["paths"]["/admin/validators/{name}"]["put"]["responses"]["413"];
+        assert!(upload["description"]
+            .as_str()
+            .unwrap()
+            .contains(&super::super::validators::MAX_MODULE_BYTES.to_string()));
+        let proof = &doc["paths"]["/v1/boards/{board}/runs/{run}/proof"]["post"]["responses"];
+        assert!(proof["413"]["description"].as_str().unwrap().contains(
+            &crate::config::Settings::default()
+                .validators
+                .proof_bytes
+                .to_string()
+        ));
+        assert!(proof["409"].is_object(), "a proof may be refused `ended`");
     }
 
     proptest! {

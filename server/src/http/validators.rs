@@ -73,7 +73,7 @@ async fn read_body(mut body: web::Payload, limit: usize, what: &str) -> AppResul
 /// Checks, compiles and stores a validator module (the body: the module's bytes). Refused with
 /// `bad_request` naming the check that failed (`invalid_module`, `forbidden_import`,
 /// `wrong_exports`, `memory_limit`), and nothing is stored.
-#[utoipa::path(params(("name" = String, Path)), request_body(content = Vec<u8>, content_type = "application/wasm"), responses((status = 200, body = ValidatorPut), (status = 400), (status = 409), (status = 413)), tag = "admin", security(("admin" = [])))]
+#[utoipa::path(params(("name" = String, Path)), request_body(content = Vec<u8>, content_type = "application/wasm"), responses((status = 200, body = ValidatorPut), (status = 400), (status = 409), (status = 413, description = "`payload_too_large`: a module above 4194304 bytes (4 MiB)")), tag = "admin", security(("admin" = [])))]
 #[put("/admin/validators/{name}")]
 pub async fn put_validator(
     _: Admin,
@@ -200,7 +200,7 @@ pub async fn start_run(
 /// A verified submission: the body is the run's proof so far (for `2048`, its move log); the
 /// board's validator replays it and the score it computes is recorded through the submission
 /// core, answered as a submission is.
-#[utoipa::path(params(("board" = String, Path), ("run" = String, Path)), request_body(content = Vec<u8>, content_type = "application/octet-stream"), responses((status = 200, body = crate::store::Accepted), (status = 400), (status = 401), (status = 403), (status = 404), (status = 413)), tag = "runs", security(("player" = [])))]
+#[utoipa::path(params(("board" = String, Path), ("run" = String, Path)), request_body(content = Vec<u8>, content_type = "application/octet-stream"), responses((status = 200, body = crate::store::Accepted), (status = 400), (status = 401), (status = 403), (status = 404), (status = 409), (status = 413, description = "`payload_too_large`: a proof above `validators.proof_bytes` (65536 bytes by default)")), tag = "runs", security(("player" = [])))]
 #[post("/v1/boards/{board}/runs/{run}/proof")]
 pub async fn submit_proof(
     PlayerAuth(player): PlayerAuth,
