@@ -93,13 +93,23 @@ struct Inner<'a> {
 
 /// Adds the IETF `RateLimit-*` headers (seconds, rounded up) and `Retry-After` when refused.
 pub fn rate_headers(res: &mut actix_web::HttpResponseBuilder, r: &RateInfo) {
-    let secs = |ms: u64| ms.div_ceil(1000).to_string();
-    res.insert_header(("RateLimit-Limit", r.limit.to_string()));
-    res.insert_header(("RateLimit-Remaining", r.remaining.to_string()));
-    res.insert_header(("RateLimit-Reset", secs(r.reset_ms)));
-    if !r.allowed {
-        res.insert_header(("Retry-After", secs(r.retry_after_ms.max(1))));
+    for header in rate_header_values(r) {
+        res.insert_header(header);
     }
+}
+
+/// The headers of [`rate_headers`], by name.
+pub fn rate_header_values(r: &RateInfo) -> Vec<(&'static str, String)> {
+    let secs = |ms: u64| ms.div_ceil(1000).to_string();
+    let mut h = vec![
+        ("RateLimit-Limit", r.limit.to_string()),
+        ("RateLimit-Remaining", r.remaining.to_string()),
+        ("RateLimit-Reset", secs(r.reset_ms)),
+    ];
+    if !r.allowed {
+        h.push(("Retry-After", secs(r.retry_after_ms.max(1))));
+    }
+    h
 }
 
 impl ResponseError for AppError {

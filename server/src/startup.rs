@@ -176,6 +176,7 @@ impl Application {
                     async move {
                         let mut res = fut.await?;
                         crate::http::security_headers(&mut res);
+                        crate::http::read_limit_headers(&mut res);
                         Ok(res)
                     }
                 })

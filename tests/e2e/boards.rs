@@ -1207,7 +1207,8 @@ async fn bad_input_is_refused_and_changes_nothing() {
 }
 
 /// Public reads are limited per client address: one address spending its limit leaves another
-/// untouched (a global limiter fails here). Every answer carries the IETF headers, the 429 its
+/// untouched (a global limiter fails here). Every answer carries the IETF headers (a refused
+/// read, which counted, too), the 429 its
 /// `Retry-After`; CORS reaches a 429 and a real 404 alike; admin endpoints are not limited.
 #[tokio::test]
 async fn public_reads_are_rate_limited_per_address() {
@@ -1285,6 +1286,19 @@ async fn public_reads_are_rate_limited_per_address() {
         (404, "unknown_board")
     );
     assert_eq!(unknown.headers["access-control-allow-origin"], own.as_str());
+    // A refused read counted against the address: it says so too, as a bad parameter does.
+    assert_eq!(unknown.headers["ratelimit-remaining"], "2");
+    let bad = app
+        .get_from([127, 0, 0, 3], "/v1/boards/b/top?limit=0")
+        .await;
+    assert_eq!((bad.status.as_u16(), bad.code()), (400, "bad_request"));
+    assert_eq!(
+        (
+            &bad.headers["ratelimit-limit"],
+            &bad.headers["ratelimit-remaining"]
+        ),
+        (&"3".parse().unwrap(), &"1".parse().unwrap())
+    );
 
     // Admin endpoints are not limited, and send no CORS headers.
     let admin = app

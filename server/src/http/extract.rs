@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use actix_web::{web, FromRequest, HttpRequest};
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use scorecast_shared::ErrorCode;
 
 use crate::auth::{self, Scope};
@@ -139,10 +139,14 @@ impl FromRequest for ReadLimit {
             .settings
             .client_ip(req.peer_addr(), req.headers())
             .map_or_else(|| "unknown".into(), |ip| ip.to_string());
+        let req = req.clone();
         Box::pin(async move {
             let policy = &st.settings.public_limit;
             let info = st.limiter.try_acquire(policy, &addr).await?;
             if info.allowed {
+                // Whatever the answer (a 404 counted too), it carries the headers
+                // (`super::read_limit_headers`).
+                req.extensions_mut().insert(info);
                 Ok(ReadLimit(info))
             } else {
                 tracing::debug!(client = %addr, "public read limit reached");

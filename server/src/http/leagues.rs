@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::extract::{Admin, Object, PlayerAuth, ReadLimit, Reader};
 use super::public::{in_range, offset, season, TopResponse};
-use crate::error::{rate_headers, AppError, AppResult};
+use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::store::{LeagueConfig, Moves, Read, Scope};
 
@@ -228,7 +228,7 @@ pub struct LeagueMe {
 #[get("/v1/leagues/{league}/me")]
 pub async fn me(
     PlayerAuth(player): PlayerAuth,
-    limit: ReadLimit,
+    _limit: ReadLimit,
     st: web::Data<AppState>,
     path: web::Path<String>,
 ) -> AppResult<HttpResponse> {
@@ -272,9 +272,7 @@ pub async fn me(
         Err(e) => return Err(e),
     };
     let entry = row.as_ref().and_then(|p| p.entries.first());
-    let mut res = HttpResponse::Ok();
-    rate_headers(&mut res, &limit.0);
-    Ok(res.json(LeagueMe {
+    Ok(HttpResponse::Ok().json(LeagueMe {
         league: league.into_string(),
         player: player.id.into_string(),
         tier: tier as u32,

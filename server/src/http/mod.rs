@@ -237,6 +237,30 @@ pub async fn json_errors<B: actix_web::body::MessageBody>(
     Ok(actix_web::dev::ServiceResponse::new(req, out).map_into_right_body())
 }
 
+/// The `RateLimit-*` headers of a public read that passed the per-address limiter
+/// ([`extract::ReadLimit`]), on whatever it is answered (a 404 or a bad parameter counted too).
+pub fn read_limit_headers<B>(res: &mut actix_web::dev::ServiceResponse<B>) {
+    use actix_web::http::header::{HeaderName, HeaderValue};
+    use actix_web::HttpMessage;
+    let Some(info) = res
+        .request()
+        .extensions()
+        .get::<crate::error::RateInfo>()
+        .copied()
+    else {
+        return;
+    };
+    let h = res.headers_mut();
+    for (name, value) in crate::error::rate_header_values(&info) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            h.insert(name, value);
+        }
+    }
+}
+
 /// The security headers, in one place for every response (routes, static files, errors):
 /// `Content-Security-Policy` ([`csp_for`]), `X-Frame-Options: DENY` (older browsers' framing
 /// ban), `X-Content-Type-Options: nosniff` (every file is served with its real type) and

@@ -6,7 +6,7 @@ use scorecast_shared::{protocol, BoardConfig, Entry, ErrorCode, Id};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Object, ReadLimit};
-use crate::error::{rate_headers, AppError, AppResult};
+use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::store::{Page, Read, Scope, SeasonInfo};
 
@@ -125,10 +125,8 @@ pub(super) fn season(s: &Option<String>) -> AppResult<Option<Id>> {
         .transpose()
 }
 
-fn ok<T: Serialize>(limit: &ReadLimit, body: &T) -> HttpResponse {
-    let mut res = HttpResponse::Ok();
-    rate_headers(&mut res, &limit.0);
-    res.json(body)
+fn ok<T: Serialize>(body: &T) -> HttpResponse {
+    HttpResponse::Ok().json(body)
 }
 
 /// A paging or size parameter: `default` when absent, else 1..=`max` (`bad_request`).
@@ -154,7 +152,7 @@ pub(super) fn offset(v: Option<u64>) -> AppResult<u64> {
 /// Every board and its configuration.
 #[utoipa::path(responses((status = 200, body = BoardList)), tag = "public")]
 #[get("/v1/boards")]
-pub async fn boards(st: web::Data<AppState>, limit: ReadLimit) -> AppResult<HttpResponse> {
+pub async fn boards(st: web::Data<AppState>, _limit: ReadLimit) -> AppResult<HttpResponse> {
     let boards = st
         .store
         .boards()
@@ -165,7 +163,7 @@ pub async fn boards(st: web::Data<AppState>, limit: ReadLimit) -> AppResult<Http
             config,
         })
         .collect();
-    Ok(ok(&limit, &BoardList { boards }))
+    Ok(ok(&BoardList { boards }))
 }
 
 /// The top of a board.
@@ -173,7 +171,7 @@ pub async fn boards(st: web::Data<AppState>, limit: ReadLimit) -> AppResult<Http
 #[get("/v1/boards/{board}/top")]
 pub async fn top(
     st: web::Data<AppState>,
-    limit: ReadLimit,
+    _limit: ReadLimit,
     path: web::Path<String>,
     q: web::Query<TopQuery>,
 ) -> AppResult<HttpResponse> {
@@ -199,16 +197,13 @@ pub async fn top(
             Read::Top { offset, limit: n },
         )
         .await?;
-    Ok(ok(
-        &limit,
-        &TopResponse {
-            board: board.into_string(),
-            season: page.season,
-            total: page.total,
-            bucket: (bucket > 0).then_some(bucket),
-            entries: page.entries,
-        },
-    ))
+    Ok(ok(&TopResponse {
+        board: board.into_string(),
+        season: page.season,
+        total: page.total,
+        bucket: (bucket > 0).then_some(bucket),
+        entries: page.entries,
+    }))
 }
 
 /// One player's score, rank and percentile.
@@ -216,7 +211,7 @@ pub async fn top(
 #[get("/v1/boards/{board}/players/{player}")]
 pub async fn player_get(
     st: web::Data<AppState>,
-    limit: ReadLimit,
+    _limit: ReadLimit,
     path: web::Path<(String, String)>,
     q: web::Query<SeasonQuery>,
 ) -> AppResult<HttpResponse> {
@@ -245,20 +240,17 @@ pub async fn player_get(
         )
     })?;
     let percentile = ((total - e.rank + 1) as f64 / total as f64 * 1000.0).round() / 10.0;
-    Ok(ok(
-        &limit,
-        &PlayerResponse {
-            board: board.into_string(),
-            season,
-            player: e.player,
-            score: e.score,
-            rank: e.rank,
-            percentile,
-            bucket: (bucket > 0).then_some(bucket),
-            name: e.name,
-            reached_ms: e.reached_ms,
-        },
-    ))
+    Ok(ok(&PlayerResponse {
+        board: board.into_string(),
+        season,
+        player: e.player,
+        score: e.score,
+        rank: e.rank,
+        percentile,
+        bucket: (bucket > 0).then_some(bucket),
+        name: e.name,
+        reached_ms: e.reached_ms,
+    }))
 }
 
 /// The players around one (2·radius+1 rows when the board has them).
@@ -266,7 +258,7 @@ pub async fn player_get(
 #[get("/v1/boards/{board}/players/{player}/around")]
 pub async fn around(
     st: web::Data<AppState>,
-    limit: ReadLimit,
+    _limit: ReadLimit,
     path: web::Path<(String, String)>,
     q: web::Query<AroundQuery>,
 ) -> AppResult<HttpResponse> {
@@ -284,15 +276,12 @@ pub async fn around(
             },
         )
         .await?;
-    Ok(ok(
-        &limit,
-        &EntriesResponse {
-            board: board.into_string(),
-            season: page.season,
-            bucket: (bucket > 0).then_some(bucket),
-            entries: page.entries,
-        },
-    ))
+    Ok(ok(&EntriesResponse {
+        board: board.into_string(),
+        season: page.season,
+        bucket: (bucket > 0).then_some(bucket),
+        entries: page.entries,
+    }))
 }
 
 /// A given list of players (friends); absent ids are left out.
@@ -300,7 +289,7 @@ pub async fn around(
 #[get("/v1/boards/{board}/players")]
 pub async fn players(
     st: web::Data<AppState>,
-    limit: ReadLimit,
+    _limit: ReadLimit,
     path: web::Path<String>,
     q: web::Query<PlayersQuery>,
 ) -> AppResult<HttpResponse> {
@@ -318,15 +307,12 @@ pub async fn players(
         .store
         .read(&board, season(&q.season)?.as_ref(), Read::Players(&ids))
         .await?;
-    Ok(ok(
-        &limit,
-        &EntriesResponse {
-            board: board.into_string(),
-            season: page.season,
-            bucket: None,
-            entries: page.entries,
-        },
-    ))
+    Ok(ok(&EntriesResponse {
+        board: board.into_string(),
+        season: page.season,
+        bucket: None,
+        entries: page.entries,
+    }))
 }
 
 /// The board's seasons, the current one flagged.
@@ -334,12 +320,12 @@ pub async fn players(
 #[get("/v1/boards/{board}/seasons")]
 pub async fn seasons(
     st: web::Data<AppState>,
-    limit: ReadLimit,
+    _limit: ReadLimit,
     path: web::Path<String>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let seasons = st.store.seasons(&board).await?;
-    Ok(ok(&limit, &SeasonList { seasons }))
+    Ok(ok(&SeasonList { seasons }))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

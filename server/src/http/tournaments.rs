@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::extract::{PlayerAuth, ReadLimit, Reader};
 use super::public::{in_range, offset, season, TopQuery, TopResponse};
-use crate::error::{rate_headers, AppError, AppResult};
+use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::store::{EntrantsPage, TournamentInfo};
 
@@ -63,7 +63,7 @@ pub struct TournamentState {
 #[get("/v1/boards/{board}/tournament")]
 pub async fn tournament(
     st: web::Data<AppState>,
-    limit: ReadLimit,
+    _limit: ReadLimit,
     path: web::Path<String>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
@@ -93,9 +93,7 @@ pub async fn tournament(
     } else {
         "running"
     };
-    let mut res = HttpResponse::Ok();
-    rate_headers(&mut res, &limit.0);
-    Ok(res.json(TournamentState {
+    Ok(HttpResponse::Ok().json(TournamentState {
         board: board.into_string(),
         season,
         state,
@@ -116,7 +114,7 @@ pub async fn tournament(
 #[get("/v1/boards/{board}/final")]
 pub async fn final_standings(
     st: web::Data<AppState>,
-    limit: ReadLimit,
+    _limit: ReadLimit,
     path: web::Path<String>,
     q: web::Query<TopQuery>,
 ) -> AppResult<HttpResponse> {
@@ -133,9 +131,7 @@ pub async fn final_standings(
         .store
         .read_final(&board, season.as_ref(), offset, n)
         .await?;
-    let mut res = HttpResponse::Ok();
-    rate_headers(&mut res, &limit.0);
-    Ok(res.json(TopResponse {
+    Ok(HttpResponse::Ok().json(TopResponse {
         board: board.into_string(),
         season: page.season,
         total: page.total,
