@@ -525,6 +525,13 @@ impl Settings {
             if o != "*" && !origin {
                 bail!("allowed_origins: {o:?} is no origin: write scheme://host[:port] (e.g. https://game.example), or *");
             }
+            // Origins a browser never sends: each would silently admit nothing.
+            if o.contains('@') {
+                bail!("allowed_origins: {o:?} has user information, which an Origin never has: write scheme://host[:port]");
+            }
+            if o != "*" && o.contains('*') {
+                bail!("allowed_origins: {o:?}: wildcards within a name are not supported; list each origin, or * for any");
+            }
         }
         Ok(())
     }
@@ -826,7 +833,8 @@ mod tests {
     }
 
     /// Allowed origins are `scheme://host[:port]` (a trailing slash is fine) or `*`; an entry
-    /// without its scheme, which would never match a browser's Origin, is refused at start-up.
+    /// that would never match a browser's Origin (no scheme, a path, user information, a
+    /// wildcard within a name) is refused at start-up.
     #[test]
     fn allowed_origins_must_be_origins() {
         let _env = CleanEnv::new();
@@ -844,6 +852,15 @@ mod tests {
             s.allowed_origins = vec!["https://ok.example".into(), bad.into()];
             let e = s.check().unwrap_err().to_string();
             assert!(e.contains("is no origin"), "{bad}: {e}");
+        }
+        for (bad, says) in [
+            ("https://user@game.example", "user information"),
+            ("https://*.example", "wildcards"),
+            ("https://game*.example", "wildcards"),
+        ] {
+            s.allowed_origins = vec![bad.into()];
+            let e = s.check().unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 

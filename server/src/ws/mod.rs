@@ -23,8 +23,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/ws", web::get().to(upgrade));
 }
 
+/// An origin as compared: lower case, without a trailing slash or its scheme's default port (a
+/// browser never sends `:443` with `https`, nor `:80` with `http`).
 fn normalise(origin: &str) -> String {
-    origin.trim().trim_end_matches('/').to_ascii_lowercase()
+    let o = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    for (scheme, port) in [("http://", ":80"), ("https://", ":443")] {
+        if let Some(bare) = o.strip_suffix(port).filter(|_| o.starts_with(scheme)) {
+            return bare.to_owned();
+        }
+    }
+    o
 }
 
 /// The server's own origins when it listens on `addr`, the default of `allowed_origins`
@@ -34,22 +42,25 @@ fn normalise(origin: &str) -> String {
 /// name needs that name in `allowed_origins`.
 pub fn own_origins(addr: SocketAddr) -> Vec<String> {
     let port = addr.port();
-    let hosts: Vec<String> = if addr.ip().is_loopback() || addr.ip().is_unspecified() {
-        vec!["127.0.0.1".into(), "localhost".into(), "[::1]".into()]
-    } else {
-        match addr {
-            SocketAddr::V4(a) => vec![a.ip().to_string()],
-            SocketAddr::V6(a) => vec![format!("[{}]", a.ip())],
-        }
+    let own = match addr {
+        SocketAddr::V4(a) => a.ip().to_string(),
+        SocketAddr::V6(a) => format!("[{}]", a.ip()),
     };
-    let mut out = Vec::new();
-    for h in hosts {
-        out.push(format!("http://{h}:{port}"));
-        if port == 80 {
-            out.push(format!("http://{h}"));
+    let mut hosts = Vec::new();
+    if !addr.ip().is_unspecified() {
+        hosts.push(own);
+    }
+    if addr.ip().is_loopback() || addr.ip().is_unspecified() {
+        for h in ["127.0.0.1", "localhost", "[::1]"] {
+            if !hosts.iter().any(|o| o == h) {
+                hosts.push(h.into());
+            }
         }
     }
-    out
+    hosts
+        .into_iter()
+        .map(|h| format!("http://{h}:{port}"))
+        .collect()
 }
 
 /// Whether a browser page from `origin` may open a WebSocket or use the SDK and `/v1` across
@@ -169,9 +180,43 @@ mod tests {
     fn own_origins_come_from_the_listen_address() {
         assert_eq!(
             own_origins("10.0.0.5:80".parse().unwrap()),
-            ["http://10.0.0.5:80", "http://10.0.0.5"]
+            ["http://10.0.0.5:80"]
         );
         assert!(own_origins("0.0.0.0:8080".parse().unwrap())
             .contains(&"http://localhost:8080".to_string()));
+        // Any loopback address is its own origin too, beside the loopback names.
+        assert_eq!(
+            own_origins("127.0.0.2:7000".parse().unwrap()),
+            [
+                "http://127.0.0.2:7000",
+                "http://127.0.0.1:7000",
+                "http://localhost:7000",
+                "http://[::1]:7000"
+            ]
+        );
+        let on_80 = Settings {
+            allowed_origins: own_origins("10.0.0.5:80".parse().unwrap()),
+            ..Settings::default()
+        };
+        assert!(origin_allowed(Some("http://10.0.0.5"), &on_80));
+    }
+
+    /// A scheme's default port is no part of an origin: `https://game.example:443` listed
+    /// admits the page `https://game.example` (what browsers send), and the other way round.
+    #[test]
+    fn default_ports_are_the_same_origin() {
+        let with_port = Settings {
+            allowed_origins: vec!["https://game.example:443".into()],
+            ..Settings::default()
+        };
+        assert!(origin_allowed(Some("https://game.example"), &with_port));
+        assert!(!origin_allowed(Some("http://game.example"), &with_port));
+        let without = Settings {
+            allowed_origins: vec!["http://game.example".into()],
+            ..Settings::default()
+        };
+        assert!(origin_allowed(Some("http://game.example:80"), &without));
+        assert!(!origin_allowed(Some("http://game.example:8080"), &without));
+        assert!(!origin_allowed(Some("https://game.example:80"), &without));
     }
 }
