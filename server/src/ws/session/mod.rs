@@ -147,7 +147,14 @@ pub fn run(
     let settings = state.clone();
     let mut s = Session::new(state, member);
     async move {
-        let exit = serve(&settings.settings, &mut s, &mut socket, &mut frames).await;
+        let exit = serve(
+            &settings.settings.ws,
+            max_message_bytes(&settings.settings),
+            &mut s,
+            &mut socket,
+            &mut frames,
+        )
+        .await;
         // Leave the hub before the last await, so nothing more is offered to this session.
         drop(s);
         match exit {
@@ -174,20 +181,13 @@ pub fn run(
 
 /// The session's loop, up to how it ends (in-flight work finished first on shutdown).
 async fn serve(
-    settings: &crate::config::Settings,
+    ws: &crate::config::WsSettings,
+    max_message_bytes: usize,
     s: &mut Session,
     socket: &mut actix_ws::Session,
     frames: &mut AggregatedMessageStream,
 ) -> Exit {
-    let ws = &settings.ws;
-    let max_frame_bytes = ws.max_frame_bytes;
-    // The close reason of a message above its limit names both limits where they differ.
-    let oversize = match max_message_bytes(settings) {
-        proof if proof > max_frame_bytes => {
-            format!("messages above {max_frame_bytes} bytes are refused ({proof} for a proof)")
-        }
-        _ => format!("messages above {max_frame_bytes} bytes are refused"),
-    };
+    let limits = (ws.max_frame_bytes, max_message_bytes);
     let mut slow = SlowClient::new(Duration::from_millis(ws.slow_client_ms));
     let mut flood = Flood::new(ws.max_messages_per_sec, std::time::Instant::now());
     let ping_every = Duration::from_millis(ws.ping_interval_ms);
@@ -272,7 +272,7 @@ async fn serve(
             _ = &mut queued => queued.set(outbox.notified()),
             frame = frames.recv(), if can_read => {
                 last_heard = Instant::now();
-                match on_frame(s, &outbox, flood.as_mut(), frame, max_frame_bytes, &oversize) {
+                match on_frame(s, &outbox, flood.as_mut(), frame, limits) {
                     Ok(Some(work)) => inflight.push(work),
                     Ok(None) => {}
                     Err(exit) => break exit,
@@ -371,10 +371,19 @@ fn on_frame(
     outbox: &Outbox,
     flood: Option<&mut Flood>,
     frame: Option<Result<AggregatedMessage, ProtocolError>>,
-    max_frame_bytes: usize,
-    oversize_reason: &str,
+    (max_frame_bytes, max_message_bytes): (usize, usize),
 ) -> Result<Option<InFlight>, Exit> {
-    let oversize = || close(CloseCode::Size, oversize_reason);
+    // The close reason names a proof's own limit too where it is larger.
+    let oversize = || {
+        let reason = if max_message_bytes > max_frame_bytes {
+            format!(
+                "messages above {max_frame_bytes} bytes are refused ({max_message_bytes} for a proof)"
+            )
+        } else {
+            format!("messages above {max_frame_bytes} bytes are refused")
+        };
+        close(CloseCode::Size, &reason)
+    };
     // Every message counts against the rate limit, control frames included (a ping costs a
     // pong); a refused text message is answered `rate_limited`, a refused ping or binary frame
     // gets no answer at all.
