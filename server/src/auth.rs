@@ -21,17 +21,41 @@ pub const LEEWAY_S: u64 = 30;
 pub const MAX_NAME_CHARS: usize = 64;
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Claims {
+    // `sub`, `exp` and `nbf` are checked by jsonwebtoken after they are read here: read as it
+    // reads them (a fractional NumericDate is rounded), a missing or malformed one is refused by
+    // those checks with its name (a missing claim, a claim's format), not as a JSON error.
+    #[serde(default)]
     pub sub: String,
+    #[serde(default, deserialize_with = "whole_seconds")]
     pub exp: u64,
     /// Issued at, seconds since the epoch; tokens issued here carry milliseconds (a JWT
     /// NumericDate may be fractional), so a token issued right after a revocation is not
     /// mistaken for one issued before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iat: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "whole_seconds_if_any",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub nbf: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+/// A NumericDate as jsonwebtoken reads it for its checks: seconds since the epoch, a fraction
+/// rounded; 0 for anything else, which those checks refuse (see [`Claims`]).
+fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Ok(whole_seconds_if_any(d)?.unwrap_or(0))
+}
+
+fn whole_seconds_if_any<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(|f| f.round() as u64)
+    }))
 }
 
 /// A verified player.
@@ -73,6 +97,39 @@ pub struct Tokens {
 
 fn unauthorized(msg: impl Into<String>) -> AppError {
     AppError::new(ErrorCode::Unauthorized, msg)
+}
+
+/// Why jsonwebtoken refused `token`, in words a client's developer can act on
+/// (`docs/protocol.md`, "Tokens").
+fn refusal(e: &jsonwebtoken::errors::Error, token: &str) -> String {
+    use jsonwebtoken::errors::ErrorKind as K;
+    // The header's `alg`, read as it is written (jsonwebtoken names the algorithms it knows).
+    let alg = || {
+        use base64::Engine as _;
+        let header = token.split('.').next()?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(header.trim_end_matches('='))
+            .ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        v.get("alg")
+            .map(|a| a.as_str().map_or(a.to_string(), str::to_owned))
+    };
+    match e.kind() {
+        K::ExpiredSignature => "expired (exp)".into(),
+        K::ImmatureSignature => "not valid yet (nbf)".into(),
+        K::InvalidSignature => "bad signature (signed with another secret?)".into(),
+        K::InvalidAudience => "an aud claim is refused (Scorecast has no audience)".into(),
+        K::InvalidClaimFormat(claim) => {
+            format!("{claim} must be a number of seconds since the epoch")
+        }
+        K::MissingRequiredClaim(claim) => format!("the {claim} claim is missing or malformed"),
+        _ => match alg() {
+            Some(alg) if alg != "HS256" => {
+                format!("alg {alg} is refused: only HS256 tokens are accepted")
+            }
+            _ => e.to_string(),
+        },
+    }
 }
 
 impl Tokens {
@@ -142,7 +199,12 @@ impl Tokens {
         }
         let data = match (decoded, first_err) {
             (Some(d), _) => d,
-            (None, Some(e)) => return Err(unauthorized(format!("invalid token: {e}"))),
+            (None, Some(e)) => {
+                return Err(unauthorized(format!(
+                    "invalid token: {}",
+                    refusal(&e, token)
+                )))
+            }
             (None, None) => return Err(unauthorized("invalid token: no token secret")),
         };
         let id =

@@ -47,6 +47,13 @@ async fn tokens_need_exp_a_past_nbf_and_hs256() {
             false,
         ),
         (
+            "fractional exp and nbf (NumericDates may be)",
+            token_with(
+                json!({"sub": "alice", "exp": now as f64 + 3600.5, "nbf": now as f64 - 9.5}),
+            ),
+            true,
+        ),
+        (
             "nbf passed",
             token_with(json!({"sub": "alice", "exp": now + 3600, "nbf": now - 10})),
             true,
@@ -101,6 +108,69 @@ async fn tokens_need_exp_a_past_nbf_and_hs256() {
         404,
         "no refused token scored"
     );
+}
+
+/// A refused token's message says what to change: the algorithm (`none` and HS384 alike), the
+/// signature, an `aud` claim, a claim that is missing or no time, an expired or not yet valid
+/// token.
+#[tokio::test]
+async fn a_refused_tokens_message_says_why() {
+    let app = spawn_app().await;
+    let url = app.ws_url();
+    let now = now_s();
+    let exp = now + 3600;
+    let cases = [
+        (
+            scorecast_tests::ws::none_alg_token("alice"),
+            "alg none is refused: only HS256",
+        ),
+        (
+            signed(
+                Algorithm::HS384,
+                TOKEN_SECRET,
+                json!({"sub": "alice", "exp": exp}),
+            ),
+            "alg HS384 is refused: only HS256",
+        ),
+        (scorecast_tests::ws::foreign_token("alice"), "bad signature"),
+        (
+            token_with(json!({"sub": "alice", "exp": exp, "aud": "game"})),
+            "an aud claim is refused",
+        ),
+        (
+            token_with(json!({"sub": "alice", "exp": exp, "nbf": "today"})),
+            "nbf must be a number of seconds since the epoch",
+        ),
+        (
+            token_with(json!({"sub": "alice", "exp": "tomorrow"})),
+            "the exp claim is missing or malformed",
+        ),
+        (
+            token_with(json!({"sub": "alice"})),
+            "the exp claim is missing or malformed",
+        ),
+        (
+            token_with(json!({"exp": exp})),
+            "the sub claim is missing or malformed",
+        ),
+        (
+            token_with(json!({"sub": "alice", "exp": now - 120})),
+            "expired (exp)",
+        ),
+        (
+            token_with(json!({"sub": "alice", "exp": exp, "nbf": now + 120})),
+            "not valid yet (nbf)",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (token, says) in cases {
+        let (answer, _) = hello(&url, &token).await;
+        let message = answer["message"].as_str().unwrap_or("");
+        if !refused(&answer) || !message.contains(says) {
+            wrong.push(format!("expected {says:?}: {answer}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
 /// A token that expires during a session: submissions are accepted until its `exp` (+ leeway),
