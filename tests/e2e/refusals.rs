@@ -6,7 +6,7 @@ use futures_util::SinkExt;
 use reqwest::Method;
 use scorecast_tests::scorecast_server::clock::Clock;
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
-use scorecast_tests::{player_token, spawn_app_with};
+use scorecast_tests::{player_token, spawn_app_with, ADMIN_TOKEN};
 use serde_json::json;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::frame::Frame;
@@ -234,7 +234,8 @@ async fn display_names_lose_zero_width_and_tag_characters() {
 
 /// Every JSON request body is an object: the array of a body's fields in order, which serde
 /// would read as that body, is 400 `bad_request` and changes nothing (a ban, a score, a rollover,
-/// a job, a token, a guest login that would each have been carried out).
+/// a job, a token, a guest login that would each have been carried out); a body without the JSON
+/// content type, or none at all, is told what to send.
 #[tokio::test]
 async fn a_body_written_as_an_array_of_its_fields_is_refused() {
     let app = spawn_app_with(
@@ -286,6 +287,37 @@ async fn a_body_written_as_an_array_of_its_fields_is_refused() {
                 .is_some_and(|m| m.contains("a JSON object is expected")),
             "{method} {path}: {:?}",
             r.body
+        );
+    }
+    // No JSON content type, or no body at all: the message says what to send.
+    for (content_type, body, says) in [
+        (None, "{}", "Content-Type: application/json"),
+        (
+            Some("application/x-www-form-urlencoded"),
+            "{}",
+            "Content-Type: application/json",
+        ),
+        (
+            Some("application/json"),
+            "",
+            "empty; a JSON object is expected",
+        ),
+    ] {
+        let mut req = app
+            .http
+            .put(app.url("/admin/bans/kim"))
+            .bearer_auth(ADMIN_TOKEN)
+            .body(body);
+        if let Some(t) = content_type {
+            req = req.header("content-type", t);
+        }
+        let res = req.send().await.unwrap();
+        let status = res.status().as_u16();
+        let v: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(status, 400, "{content_type:?} {body:?}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(says),
+            "{content_type:?} {body:?}: {v}"
         );
     }
     assert_eq!(app.dump().await, before, "a refused body changed a key");

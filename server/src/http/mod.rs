@@ -86,6 +86,12 @@ pub fn json_config() -> web::JsonConfig {
                     ErrorCode::PayloadTooLarge,
                     format!("body above {MAX_BODY} bytes"),
                 ),
+                JsonPayloadError::ContentType => AppError::bad_request(
+                    "malformed body: a JSON body with Content-Type: application/json is expected",
+                ),
+                JsonPayloadError::Deserialize(e) if e.is_eof() && e.column() == 0 => {
+                    AppError::bad_request("malformed body: empty; a JSON object is expected ({} for none of its fields)")
+                }
                 other => AppError::bad_request(format!("malformed body: {other}")),
             }
             .into()
