@@ -411,6 +411,29 @@ async fn every_admin_route_admits_exactly_its_scopes() {
     }
 }
 
+/// The `Authorization` scheme is case-insensitive: `bearer` and `BEARER` carry a key as
+/// `Bearer` does; another scheme carries none (401).
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let app = spawn_app_with(with_keys, Clock::Redis).await;
+    for (header, status) in [
+        (format!("Bearer {DASHBOARD_KEY}"), 200),
+        (format!("bearer {DASHBOARD_KEY}"), 200),
+        (format!("BEARER  {DASHBOARD_KEY}"), 200),
+        (format!("Basic {DASHBOARD_KEY}"), 401),
+        (DASHBOARD_KEY.to_owned(), 401),
+    ] {
+        let res = app
+            .http
+            .get(app.url("/admin/bans"))
+            .header("authorization", &header)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), status, "{header}");
+    }
+}
+
 /// The game server's key does its job end to end: mints a token a player then uses on the
 /// WebSocket, submits for a player, reads the board and its log; the dashboard's key reads the
 /// same board.

@@ -35,11 +35,13 @@ impl KeyName {
 }
 
 /// The credential of `Authorization: Bearer <credential>`, if the request has one.
+/// The scheme's name is case-insensitive (RFC 9110): `bearer` and `BEARER` are `Bearer`.
 pub fn bearer(req: &HttpRequest) -> Option<&str> {
-    req.headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+    let v = req.headers().get("authorization")?.to_str().ok()?;
+    let (scheme, credential) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credential.trim_start())
 }
 
 /// The key a request carries, if it is allowed `needed`.
