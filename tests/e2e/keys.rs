@@ -725,6 +725,10 @@ async fn the_admin_audit_log_names_the_key_of_each_change() {
         "newest first, the refused delete absent: {entries:?}"
     );
     assert!(entries.iter().all(|e| e["time_ms"].is_i64()));
+    assert_eq!(
+        entries[3]["created"], true,
+        "as the PUT answered: {entries:?}"
+    );
     let r = app
         .call(Method::GET, "/admin/audit?cursor=nope", None, true)
         .await;

@@ -63,6 +63,8 @@ impl Store {
                     let s = reply::text(v).unwrap_or_default();
                     let v = match (k.as_str(), s.parse::<i64>()) {
                         ("time_ms" | "keys" | "start_ms" | "revoked_at_ms", Ok(n)) => n.into(),
+                        // As the configuring request's answer has it.
+                        ("created", _) => (s == "1").into(),
                         _ => s.into(),
                     };
                     obj.insert(k.clone(), v);
