@@ -13,7 +13,7 @@ use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use scorecast_shared::ErrorCode;
 
 use crate::auth::{self, Scope};
-use crate::error::{AppError, RateInfo};
+use crate::error::AppError;
 use crate::state::AppState;
 
 fn state(req: &HttpRequest) -> AppState {
@@ -129,7 +129,8 @@ impl FromRequest for PlayerAuth {
 }
 
 /// Present in a handler's arguments: the client's address is within the public read limit.
-pub struct ReadLimit(pub RateInfo);
+/// What the limiter said goes with the request, for the answer's headers.
+pub struct ReadLimit;
 
 impl FromRequest for ReadLimit {
     type Error = AppError;
@@ -149,7 +150,7 @@ impl FromRequest for ReadLimit {
                 // Whatever the answer (a 404 counted too), it carries the headers
                 // (`super::read_limit_headers`).
                 req.extensions_mut().insert(info);
-                Ok(ReadLimit(info))
+                Ok(ReadLimit)
             } else {
                 tracing::debug!(client = %addr, "public read limit reached");
                 Err(AppError::rate_limited(
