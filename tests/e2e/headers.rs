@@ -55,7 +55,8 @@ async fn every_answer_carries_the_security_headers() {
 
 /// A refusal made outside Scorecast's handlers is the JSON error body all the same: a path
 /// nothing serves (404 `not_found`, a missing file included), a method a path does not take
-/// (405, `bad_request`); a HEAD of a missing path gets the status and no body. Nothing changes.
+/// (405, `bad_request`), also to a client that accepts gzip; a HEAD of a missing path gets the
+/// status and no body. Nothing changes.
 #[tokio::test]
 async fn refusals_outside_the_handlers_are_json_errors() {
     let app = spawn_app_with(|s| s.workers = false, Clock::manual(1_741_608_000_000)).await;
@@ -77,10 +78,18 @@ async fn refusals_outside_the_handlers_are_json_errors() {
         let res = app
             .http
             .request(method.clone(), app.url(path))
+            .header("accept-encoding", "gzip")
             .send()
             .await
             .expect(path);
         assert_eq!(res.status().as_u16(), status, "{method} {path}");
+        // The JSON body replaces the one the compression middleware encoded: it is sent as
+        // it is, not under the encoded body's Content-Encoding.
+        assert_eq!(
+            res.headers().get("content-encoding"),
+            None,
+            "{method} {path}"
+        );
         assert_eq!(res.headers()["x-content-type-options"], "nosniff", "{path}");
         let body: serde_json::Value = res.json().await.expect("a JSON body");
         assert_eq!(body["error"]["code"], code, "{method} {path}: {body}");

@@ -236,7 +236,12 @@ pub async fn json_errors<B: actix_web::body::MessageBody>(
         "error": {"code": code.as_str(), "message": message}
     }));
     for (name, value) in head.headers() {
-        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+        // The new body is plain JSON: the old one's type, length and encoding (compressed by
+        // the middleware inside this one) do not describe it.
+        if name != header::CONTENT_TYPE
+            && name != header::CONTENT_LENGTH
+            && name != header::CONTENT_ENCODING
+        {
             out.headers_mut().append(name.clone(), value.clone());
         }
     }
