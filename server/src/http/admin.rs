@@ -21,7 +21,7 @@ pub struct BoardPut {
 
 /// Creates or changes a board. Changing order, tie_break, resolution_ms or time_bits of a board
 /// with scores is refused (`conflict`).
-#[utoipa::path(params(("board" = String, Path)), request_body = BoardConfig, responses((status = 200, body = BoardPut), (status = 409)), tag = "admin", security(("admin" = [])))]
+#[utoipa::path(params(("board" = String, Path)), request_body = BoardConfig, responses((status = 200, body = BoardPut), (status = 404), (status = 409)), tag = "admin", security(("admin" = [])))]
 #[put("/admin/boards/{board}")]
 pub async fn put_board(
     key: Admin,
@@ -71,7 +71,7 @@ pub struct ScoreBody {
 }
 
 /// Applies points to a player through the submission core (no submit limit).
-#[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), request_body = ScoreBody, responses((status = 200, body = Accepted), (status = 403), (status = 404)), tag = "admin", security(("admin" = [])))]
+#[utoipa::path(params(("board" = String, Path), ("player" = String, Path)), request_body = ScoreBody, responses((status = 200, body = Accepted), (status = 403), (status = 404), (status = 409)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/boards/{board}/players/{player}/score")]
 pub async fn score(
     key: GameServer,
@@ -147,7 +147,7 @@ pub struct RolloverResponse {
 }
 
 /// Starts a named season on a `never` board (calendar boards: `conflict`).
-#[utoipa::path(params(("board" = String, Path)), request_body = RolloverBody, responses((status = 200, body = RolloverResponse), (status = 409)), tag = "admin", security(("admin" = [])))]
+#[utoipa::path(params(("board" = String, Path)), request_body = RolloverBody, responses((status = 200, body = RolloverResponse), (status = 404), (status = 409)), tag = "admin", security(("admin" = [])))]
 #[post("/admin/boards/{board}/rollover")]
 pub async fn rollover(
     key: Admin,

@@ -310,6 +310,7 @@ pub fn complete(doc: &mut Value) -> Vec<String> {
             None => missing.push(format!("{schema}.{field}")),
         }
     }
+    open_extended_schemas(schemas);
     schemas["Id"] = id_schema();
     schemas["ErrorCode"] = json!({
         "type": "string",
@@ -322,6 +323,40 @@ pub fn complete(doc: &mut Value) -> Vec<String> {
         schemas[format!("Error{status}")] = error_schema(json!({"type": "string", "enum": codes}));
     }
     missing
+}
+
+/// A closed schema (`additionalProperties: false`: a request body that refuses unknown fields)
+/// extended with more fields by `allOf` (an answer: the board's config and its `id`) could match
+/// nothing: within each `allOf` it is inlined without that closure.
+fn open_extended_schemas(schemas: &mut Value) {
+    let Some(all) = schemas.as_object() else {
+        return;
+    };
+    let open: Map<String, Value> = all
+        .iter()
+        .filter(|(_, s)| s["additionalProperties"] == json!(false))
+        .map(|(name, s)| {
+            let mut s = s.clone();
+            s.as_object_mut().map(|o| o.remove("additionalProperties"));
+            (format!("#/components/schemas/{name}"), s)
+        })
+        .collect();
+    for schema in schemas
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|m| m.values_mut())
+    {
+        for part in schema
+            .get_mut("allOf")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(s) = part["$ref"].as_str().and_then(|r| open.get(r)) {
+                *part = s.clone();
+            }
+        }
+    }
 }
 
 fn id_schema() -> Value {
@@ -404,7 +439,10 @@ fn add_errors(path: &str, method: &str, op: &mut Value) -> Vec<u16> {
             implied.push(403);
         }
     }
-    if path.starts_with("/v1/boards") {
+    // Public reads count against the per-address limit (a proof's own 429, the submit limit,
+    // is in its annotation).
+    let read = path.starts_with("/v1/") && method == "get";
+    if read {
         implied.push(429);
     }
     if asks_redis {
@@ -424,6 +462,15 @@ fn add_errors(path: &str, method: &str, op: &mut Value) -> Vec<u16> {
         let Ok(status) = key.parse::<u16>() else {
             continue;
         };
+        // Every answer to a read carries the limiter's headers (`read_limit_headers`), the
+        // 429 its `Retry-After` too (below); a 401, 431 or 503 is answered before the limiter
+        // has counted.
+        if read && ![401, 429, 431, 503].contains(&status) {
+            response
+                .as_object_mut()
+                .expect("a response is an object")
+                .insert("headers".into(), rate_headers(false));
+        }
         // readyz's 503 is its own `{"status"}` body, not an error of the table.
         if status < 400 || (path == "/readyz" && status == 503) {
             continue;
@@ -441,7 +488,7 @@ fn add_errors(path: &str, method: &str, op: &mut Value) -> Vec<u16> {
             json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/Error{status}")}}}),
         );
         if status == 429 {
-            r.insert("headers".into(), rate_headers());
+            r.insert("headers".into(), rate_headers(true));
         }
     }
     statuses
@@ -462,13 +509,16 @@ fn describe(status: u16) -> String {
     }
 }
 
-fn rate_headers() -> Value {
+/// The `RateLimit-*` headers, and `Retry-After` on a refusal.
+fn rate_headers(refused: bool) -> Value {
     let header = |d: &str| json!({"description": d, "schema": {"type": "integer", "minimum": 0}});
     let mut h = Map::new();
-    h.insert(
-        "Retry-After".into(),
-        header("Seconds until a retry can pass."),
-    );
+    if refused {
+        h.insert(
+            "Retry-After".into(),
+            header("Seconds until a retry can pass."),
+        );
+    }
     h.insert(
         "RateLimit-Limit".into(),
         header("Reads allowed per window."),
@@ -613,9 +663,85 @@ mod tests {
         );
         let top = responses("get", "/v1/boards/{board}/top");
         assert!(top["429"]["headers"]["Retry-After"].is_object());
+        assert!(top["200"]["headers"]["RateLimit-Remaining"].is_object());
+        assert!(top["404"]["headers"]["RateLimit-Remaining"].is_object());
+        assert!(top["200"]["headers"]["Retry-After"].is_null());
+        let league_me = responses("get", "/v1/leagues/{league}/me");
+        assert!(league_me["429"].is_object(), "a read like any other");
+        assert!(
+            responses("post", "/v1/boards/{board}/join")["429"].is_null(),
+            "joining is no read"
+        );
+        for (m, p, s) in [
+            ("put", "/admin/boards/{board}", "404"),
+            ("post", "/admin/boards/{board}/rollover", "404"),
+            (
+                "post",
+                "/admin/boards/{board}/players/{player}/score",
+                "409",
+            ),
+            ("post", "/v1/boards/{board}/runs/{run}/proof", "429"),
+        ] {
+            assert!(responses(m, p)[s].is_object(), "{m} {p} lacks {s}");
+        }
         assert!(top["401"].is_null(), "public reads need no token");
         assert!(responses("get", "/healthz")["431"].is_object());
         assert!(responses("post", "/admin/tokens")["503"].is_null());
+    }
+
+    /// A job's payload is any JSON, optional when enqueued; a claim answers one job or, with
+    /// `max`, `{"claims":[...]}`.
+    #[test]
+    fn queue_schemas_say_what_is_sent() {
+        let doc = doc();
+        let schemas = &doc["components"]["schemas"];
+        let enqueue = &schemas["EnqueueBody"];
+        for payload in [
+            &enqueue["properties"]["payload"],
+            &schemas["ClaimedJob"]["properties"]["payload"],
+        ] {
+            assert!(payload["type"].is_null(), "any JSON: {payload}");
+        }
+        assert_eq!(
+            schemas["ClaimAnswer"]["oneOf"],
+            json!([
+                {"$ref": "#/components/schemas/ClaimResponse"},
+                {"$ref": "#/components/schemas/ClaimsResponse"}
+            ])
+        );
+        assert!(schemas["ClaimsResponse"]["properties"]["claims"].is_object());
+        // Answers that extend a closed request body (the config and its id) stay satisfiable,
+        // and the request body stays closed.
+        for answer in [
+            "BoardPut",
+            "BoardInfo",
+            "LeaguePut",
+            "LeagueInfo",
+            "PublicBoard",
+        ] {
+            let parts = schemas[answer]["allOf"].as_array().expect(answer);
+            assert!(
+                parts
+                    .iter()
+                    .all(|p| p["additionalProperties"].is_null() && p["$ref"].is_null()),
+                "{answer}: {parts:?}"
+            );
+        }
+        assert_eq!(schemas["BoardConfig"]["additionalProperties"], false);
+        assert!(schemas["BoardInfo"]["allOf"][1]["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("seasons")));
+        let seed = &schemas["Run"]["properties"]["seed"];
+        assert_eq!(
+            (&seed["maximum"], &seed["format"]),
+            (&json!(u32::MAX), &json!("int64")),
+            "{seed}"
+        );
+        assert!(!enqueue["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("payload")));
     }
 
     /// The documented bounds are the code's constants.

@@ -20,8 +20,9 @@ const DEFAULT_RADIUS: u64 = protocol::DEFAULT_RADIUS as u64;
 /// script exactly. Larger offsets are `bad_request`.
 pub const MAX_OFFSET: u64 = u32::MAX as u64;
 
+/// A board as `GET /v1/boards` lists it: its id and configuration.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct BoardInfo {
+pub struct PublicBoard {
     pub id: String,
     #[serde(flatten)]
     pub config: BoardConfig,
@@ -29,7 +30,7 @@ pub struct BoardInfo {
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct BoardList {
-    pub boards: Vec<BoardInfo>,
+    pub boards: Vec<PublicBoard>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -158,7 +159,7 @@ pub async fn boards(st: web::Data<AppState>, _limit: ReadLimit) -> AppResult<Htt
         .boards()
         .await?
         .into_iter()
-        .map(|(id, config)| BoardInfo {
+        .map(|(id, config)| PublicBoard {
             id: id.into_string(),
             config,
         })

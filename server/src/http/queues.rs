@@ -31,7 +31,7 @@ pub struct EnqueueBody {
     /// What the job is (an id: `email`, `season.rollover`).
     pub kind: String,
     /// Any JSON, stored and returned exactly as sent.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub payload: Option<Box<RawValue>>,
     /// 0 (most urgent) ..= 9; default 5.
     pub priority: Option<i64>,
@@ -204,7 +204,7 @@ pub struct ClaimQuery {
 pub struct ClaimedJob<'a> {
     pub id: &'a str,
     pub kind: &'a str,
-    #[schema(value_type = Object)]
+    #[schema(value_type = serde_json::Value)]
     pub payload: &'a RawValue,
     pub priority: u8,
     pub attempts: u32,
@@ -220,6 +220,14 @@ pub struct ClaimResponse<'a> {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct ClaimsResponse<'a> {
     pub claims: Vec<ClaimResponse<'a>>,
+}
+
+/// A claim's answer: one job without `max`, every job claimed with it.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum ClaimAnswer<'a> {
+    One(ClaimResponse<'a>),
+    Many(ClaimsResponse<'a>),
 }
 
 fn claim_response(c: &Claimed) -> ClaimResponse<'_> {
@@ -240,10 +248,10 @@ fn claim_response(c: &Claimed) -> ClaimResponse<'_> {
 fn claimed_answer(claimed: &[Claimed], max: Option<usize>) -> HttpResponse {
     match (claimed, max) {
         ([], _) => HttpResponse::NoContent().finish(),
-        ([c, ..], None) => HttpResponse::Ok().json(claim_response(c)),
-        (all, Some(_)) => HttpResponse::Ok().json(ClaimsResponse {
+        ([c, ..], None) => HttpResponse::Ok().json(ClaimAnswer::One(claim_response(c))),
+        (all, Some(_)) => HttpResponse::Ok().json(ClaimAnswer::Many(ClaimsResponse {
             claims: all.iter().map(claim_response).collect(),
-        }),
+        })),
     }
 }
 
@@ -270,7 +278,7 @@ fn lease_and_max(
 
 /// Claims the best ready job (or up to `max` of them) under a lease (at-least-once), waiting
 /// up to `wait_ms`; 204 when none came.
-#[utoipa::path(params(("q" = String, Path), ClaimQuery), responses((status = 200, body = ClaimResponse, description = "without `max`; with it: ClaimsResponse"), (status = 204), (status = 400)), tag = "queues", security(("admin" = [])))]
+#[utoipa::path(params(("q" = String, Path), ClaimQuery), responses((status = 200, body = ClaimAnswer, description = "`{\"job\",\"lease\"}` without `max`; with it `{\"claims\":[...]}`"), (status = 204), (status = 400)), tag = "queues", security(("admin" = [])))]
 #[post("/admin/queues/{q}/claim")]
 pub async fn claim(
     _: Admin,
@@ -345,7 +353,7 @@ pub struct AckQuery {
 /// Finishes a claimed job; with `next=true` also claims the next one(s) in the same step
 /// (200 as `claim`, 204 when none was ready). A token no longer valid: 409 `lease_lost`, and
 /// nothing is acked or claimed.
-#[utoipa::path(params(("q" = String, Path), ("id" = String, Path), AckQuery), request_body = AckBody, responses((status = 200, body = ClaimResponse, description = "with `next=true`: as `claim`"), (status = 204), (status = 400), (status = 409)), tag = "queues", security(("admin" = [])))]
+#[utoipa::path(params(("q" = String, Path), ("id" = String, Path), AckQuery), request_body = AckBody, responses((status = 200, body = ClaimAnswer, description = "with `next=true`: as `claim`"), (status = 204), (status = 400), (status = 409)), tag = "queues", security(("admin" = [])))]
 #[post("/admin/queues/{q}/jobs/{id}/ack")]
 pub async fn ack(
     _: Admin,
@@ -415,7 +423,7 @@ pub async fn extend(
 pub struct DeadView<'a> {
     pub id: &'a str,
     pub kind: &'a str,
-    #[schema(value_type = Object)]
+    #[schema(value_type = serde_json::Value)]
     pub payload: &'a RawValue,
     pub priority: u8,
     pub attempts: u32,
@@ -524,7 +532,7 @@ pub struct JobsQuery {
 pub struct JobView<'a> {
     pub id: &'a str,
     pub kind: &'a str,
-    #[schema(value_type = Object)]
+    #[schema(value_type = serde_json::Value)]
     pub payload: &'a RawValue,
     pub priority: u8,
     /// Claims so far.

@@ -200,7 +200,7 @@ pub async fn start_run(
 /// A verified submission: the body is the run's proof so far (for `2048`, its move log); the
 /// board's validator replays it and the score it computes is recorded through the submission
 /// core, answered as a submission is.
-#[utoipa::path(params(("board" = String, Path), ("run" = String, Path)), request_body(content = Vec<u8>, content_type = "application/octet-stream"), responses((status = 200, body = crate::store::Accepted), (status = 400), (status = 401), (status = 403), (status = 404), (status = 409), (status = 413, description = "`payload_too_large`: a proof above `validators.proof_bytes` (65536 bytes by default)")), tag = "runs", security(("player" = [])))]
+#[utoipa::path(params(("board" = String, Path), ("run" = String, Path)), request_body(content = Vec<u8>, content_type = "application/octet-stream"), responses((status = 200, body = crate::store::Accepted), (status = 400), (status = 401), (status = 403), (status = 404), (status = 409), (status = 429), (status = 413, description = "`payload_too_large`: a proof above `validators.proof_bytes` (65536 bytes by default)")), tag = "runs", security(("player" = [])))]
 #[post("/v1/boards/{board}/runs/{run}/proof")]
 pub async fn submit_proof(
     PlayerAuth(player): PlayerAuth,

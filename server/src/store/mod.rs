@@ -41,7 +41,8 @@ pub struct Run {
     /// The run id a verified submission names.
     #[serde(rename = "run")]
     pub id: String,
-    /// The seed the game is played from.
+    /// The seed the game is played from (0 ..= 2^32 − 1).
+    #[schema(value_type = i64, minimum = 0, maximum = 4294967295_i64)]
     pub seed: u32,
     pub started_ms: i64,
     pub expires_ms: i64,
