@@ -1384,6 +1384,16 @@ async fn dev_profile_guest_login() {
         )
         .await;
     assert_eq!(r.body["player"], "guest-ann");
+    // A nameless guest would be one player shared by all of them.
+    let nameless = app
+        .call(Method::POST, "/v1/guest", Some(json!({"name": ""})), false)
+        .await;
+    assert_eq!(
+        (nameless.status.as_u16(), nameless.code()),
+        (400, "invalid_id"),
+        "{:?}",
+        nameless.body
+    );
     let player = app
         .state
         .tokens

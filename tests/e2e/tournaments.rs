@@ -622,6 +622,10 @@ async fn the_end_job_freezes_the_final_standings_and_rewards_once() {
     run_jobs(&app, &rec).await;
     let fin = app.get("/v1/boards/cup/final?season=all&limit=2").await;
     assert_eq!(standings(&fin.body), want[..2].to_vec());
+    // The final standings are the whole board's: a bucket or player parameter is refused, not
+    // ignored.
+    let r = app.get("/v1/boards/cup/final?season=all&bucket=1").await;
+    assert_eq!((r.status.as_u16(), r.code()), (400, "bad_request"));
     assert_eq!(rewards(&app, "cup").await, ["all:ann", "all:ben"]);
     assert_eq!(rec.0.lock().unwrap().len(), 2, "one notify per grant");
 }

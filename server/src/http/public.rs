@@ -351,6 +351,13 @@ pub async fn guest(st: web::Data<AppState>, body: Object<GuestRequest>) -> AppRe
             "guest login is only available with --dev",
         ));
     }
+    if body.name.is_empty() {
+        // `guest-` alone would be one player shared by every nameless guest.
+        return Err(AppError::new(
+            ErrorCode::InvalidId,
+            "a guest needs a name: 1 or more id characters",
+        ));
+    }
     let player = AppState::id(&format!("guest-{}", body.name))?;
     let ttl = (24 * 3600).min(st.tokens.max_lifetime_s());
     let token = st.tokens.issue(&player, Some(&body.name), ttl);

@@ -7,7 +7,7 @@ use scorecast_shared::{protocol, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{PlayerAuth, ReadLimit, Reader};
-use super::public::{in_range, offset, season, TopQuery, TopResponse};
+use super::public::{in_range, offset, season, TopResponse};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::store::{EntrantsPage, TournamentInfo};
@@ -108,15 +108,26 @@ pub async fn tournament(
     }))
 }
 
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct FinalQuery {
+    /// 1–100, default 10.
+    pub limit: Option<u64>,
+    /// 0–4294967295, default 0.
+    pub offset: Option<u64>,
+    /// The occurrence (season); default the one that ended last.
+    pub season: Option<String>,
+}
+
 /// The final standings of the board's tournament, frozen when it ended (`season`: that
 /// occurrence; default the one that ended last); `not_found` until it has ended.
-#[utoipa::path(params(("board" = String, Path), TopQuery), responses((status = 200, body = TopResponse), (status = 404)), tag = "tournaments")]
+#[utoipa::path(params(("board" = String, Path), FinalQuery), responses((status = 200, body = TopResponse), (status = 404)), tag = "tournaments")]
 #[get("/v1/boards/{board}/final")]
 pub async fn final_standings(
     st: web::Data<AppState>,
     _limit: ReadLimit,
     path: web::Path<String>,
-    q: web::Query<TopQuery>,
+    q: web::Query<FinalQuery>,
 ) -> AppResult<HttpResponse> {
     let board = AppState::id(&path)?;
     let n = in_range(
