@@ -5,7 +5,8 @@
 --                                 its prefix: one hash slot)
 -- ARGV[1]  player   ARGV[2] now_ms override ('' = TIME)
 --
--- Joining is open until the tournament ends (before it starts too). A player who joined already
+-- A banned player is refused (`forbidden`). Joining is open until the tournament ends (before it
+-- starts too). A player who joined already
 -- gets the same answer again and nothing changes; otherwise, while fewer than `max_size` have
 -- entered, the player enters (ZADD). The count and the write are one script, so racing joins
 -- never pass the cap. On a bucketed board the entrant is placed in a bucket in the same script.
@@ -22,7 +23,9 @@ local season = current_season(prefix, cfg, now)
 local joined = prefix .. 't:' .. season .. ':joined'
 local at = redis.call('ZSCORE', joined, ARGV[1])
 if at then return {'ok', season, tonumber(at)} end
-local code, msg = league_refusal(prefix, cfg, board, ARGV[1])
+local code, msg = ban_refusal(prefix, board, ARGV[1])
+if code then return {'err', code, msg} end
+code, msg = league_refusal(prefix, cfg, board, ARGV[1])
 if code then return {'err', code, msg} end
 code, msg = tournament_window(tour, now)
 if code == 'ended' then return {'err', code, msg} end

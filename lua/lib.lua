@@ -137,6 +137,15 @@ local function drop_buckets(prefix, season)
   redis.call('UNLINK', h)
 end
 
+-- Whether `player` is banned from the board (its own ban or its copy of a ban on every board,
+-- lua/ban.lua): nil, or the refusal's code and message. lua/submit.lua reads the same two
+-- fields in its batch.
+local function ban_refusal(prefix, board, player)
+  local b = redis.call('HMGET', prefix .. 'bans', player, '*' .. player)
+  if b[1] or b[2] then return 'forbidden', player .. ' is banned from ' .. board end
+  return nil
+end
+
 -- Leagues (docs/protocol.md, "Leagues"): a tier board's config names its league and tier;
 --   lg                 HASH player -> the tier board they play on now, written for the players
 --                      the `league.close` job moved (lua/league_apply.lua), on both boards

@@ -13,7 +13,8 @@
 -- seeds cannot be farmed; expired runs stop counting. A run id that names an open run of the
 -- same player is the same request again (a WebSocket start_run re-sent with its id): that run is
 -- answered, with its own seed, and nothing changes.
--- On a tournament board a started run is an attempt (lib.lua, "Tournaments"): refused when the
+-- A banned player is refused (`forbidden`). On a tournament board a started run is an attempt
+-- (lib.lua, "Tournaments"): refused when the
 -- tournament is not open (`not_started`, `ended`), when the player has not joined a tournament
 -- that needs it (`not_joined`) or it is full (`full`), and past `max_attempts`
 -- (`no_attempts_left`); a run started enters the player and counts one attempt. On a league's
@@ -53,6 +54,10 @@ local open = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
 if open >= tonumber(ARGV[5]) then
   return {'err', 'conflict', ARGV[1] .. ' already has ' .. open .. ' open runs on this board (at most ' .. ARGV[5] .. '); finish or wait for one'}
 end
+-- A banned player starts no run: its proofs would be refused, and on a tournament board it would
+-- enter and take a place.
+local ban_code, ban_msg = ban_refusal(prefix, board_of(prefix), ARGV[1])
+if ban_code then return {'err', ban_code, ban_msg} end
 -- A league's tier board: only a player who plays on this tier starts a run (lib.lua, "Leagues").
 local lg_code, lg_msg = league_refusal(prefix, cfg, board_of(prefix), ARGV[1])
 if lg_code then return {'err', lg_code, lg_msg} end

@@ -460,6 +460,48 @@ async fn a_runs_proof_counts_only_in_the_occurrence_it_started_in() {
     );
 }
 
+/// A player banned from a tournament board neither joins nor starts a run there (`forbidden`,
+/// nothing changes): either would enter them and take one of `max_size` places.
+#[tokio::test]
+async fn a_banned_player_neither_joins_nor_starts_a_run() {
+    let app = app().await;
+    let mut cfg = tourney(json!({"max_size": 2}));
+    cfg["op"] = json!("best");
+    cfg["validator"] = json!("2048");
+    app.board("v", cfg).await;
+    app.clock.set(START);
+    let ban = app
+        .admin(Method::PUT, "/admin/bans/kim", json!({"board": "v"}))
+        .await;
+    assert_eq!(ban.status, 200, "{:?}", ban.body);
+    let before = app.dump().await;
+    let r = join(&app, "v", "kim").await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (403, "forbidden"),
+        "{:?}",
+        r.body
+    );
+    let token = app.token("kim", None);
+    let r = app
+        .api
+        .call_as(Some(&token), Method::POST, "/v1/boards/v/runs", None)
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (403, "forbidden"),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(
+        app.dump().await,
+        before,
+        "a banned player's join or run changed Redis"
+    );
+    // Another player still enters.
+    assert_eq!(join(&app, "v", "lee").await.status, 200);
+}
+
 /// Records what would be pushed to players' WebSockets (the jobs' `Notifier`).
 #[derive(Default)]
 struct Recorder(std::sync::Mutex<Vec<(String, String)>>);
