@@ -22,6 +22,19 @@ async fn lift(app: &TestApp, path: &str) -> scorecast_tests::Resp {
     app.call(Method::DELETE, path, None, true).await
 }
 
+/// The newest entry of `player` in board m's log.
+async fn last_logged(app: &TestApp, player: &str) -> Value {
+    let log = app
+        .call(
+            Method::GET,
+            &format!("/admin/boards/m/log?player={player}&limit=1"),
+            None,
+            true,
+        )
+        .await;
+    log.body["entries"][0].clone()
+}
+
 async fn players_on_top(app: &TestApp, board: &str) -> Vec<(String, i64)> {
     let r = app.get(&format!("/v1/boards/{board}/top?limit=10")).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
@@ -122,15 +135,7 @@ async fn a_board_ban_hides_refuses_and_lifts_over_http() {
         (&retried.body["duplicate"], &retried.body["score"]),
         (&json!(true), &json!(50))
     );
-    let log = app
-        .call(
-            Method::GET,
-            "/admin/boards/m/log?player=bob&limit=1",
-            None,
-            true,
-        )
-        .await;
-    assert_eq!(log.body["entries"][0]["action"], "unban");
+    assert_eq!(last_logged(&app, "bob").await["action"], "unban");
     assert_eq!(
         lift(&app, "/admin/bans/bob?board=m").await.code(),
         "not_found"
@@ -140,22 +145,11 @@ async fn a_board_ban_hides_refuses_and_lifts_over_http() {
 
     // A ban given without a reason is logged with a null one, as its record has it.
     assert_eq!(ban(&app, "bob", json!({"board": "m"})).await.status, 200);
-    let log = app
-        .call(
-            Method::GET,
-            "/admin/boards/m/log?player=bob&limit=1",
-            None,
-            true,
-        )
-        .await;
+    let entry = last_logged(&app, "bob").await;
     assert_eq!(
-        (
-            &log.body["entries"][0]["action"],
-            &log.body["entries"][0]["reason"]
-        ),
+        (&entry["action"], &entry["reason"]),
         (&json!("ban"), &Value::Null),
-        "{:?}",
-        log.body
+        "{entry}"
     );
 }
 

@@ -54,6 +54,27 @@ async fn join(api: &Api, board: &str, player: &str) -> Resp {
     .await
 }
 
+/// A player's `POST /v1/boards/{board}/runs`, answered whatever it is.
+async fn start_run(api: &Api, board: &str, player: &str) -> Resp {
+    let token = api.token(player, None);
+    api.call_as(
+        Some(&token),
+        Method::POST,
+        &format!("/v1/boards/{board}/runs"),
+        None,
+    )
+    .await
+}
+
+/// A verified tournament board `v` (the 2048 validator, best score) with these rules, open.
+async fn verified_tourney(app: &TestApp, rules: Value) {
+    let mut cfg = tourney(rules);
+    cfg["op"] = json!("best");
+    cfg["validator"] = json!("2048");
+    app.board("v", cfg).await;
+    app.clock.set(START);
+}
+
 async fn zcard(app: &TestApp, key: &str) -> u64 {
     let mut c = app.redis_conn().await;
     redis::cmd("ZCARD")
@@ -371,19 +392,8 @@ async fn join_over_the_websocket_is_answered_joined_or_rejected() {
 #[tokio::test]
 async fn on_a_verified_board_each_started_run_is_an_attempt() {
     let app = app().await;
-    let mut cfg = tourney(json!({"max_attempts": 2, "join_required": true}));
-    cfg["op"] = json!("best");
-    cfg["validator"] = json!("2048");
-    app.board("v", cfg).await;
-    app.clock.set(START);
-    let start = |player: &'static str| {
-        let token = app.token(player, None);
-        let api = &app.api;
-        async move {
-            api.call_as(Some(&token), Method::POST, "/v1/boards/v/runs", None)
-                .await
-        }
-    };
+    verified_tourney(&app, json!({"max_attempts": 2, "join_required": true})).await;
+    let start = |player| start_run(&app.api, "v", player);
     let before = app.dump().await;
     let r = start("kim").await;
     assert_eq!(r.code(), "not_joined", "{:?}", r.body);
@@ -405,18 +415,15 @@ async fn on_a_verified_board_each_started_run_is_an_attempt() {
 #[tokio::test]
 async fn a_runs_proof_counts_only_in_the_occurrence_it_started_in() {
     let app = app().await;
-    let mut cfg = tourney(json!({"max_size": 1, "max_attempts": 1, "join_required": true}));
-    cfg["op"] = json!("best");
-    cfg["validator"] = json!("2048");
-    app.board("v", cfg).await;
-    app.clock.set(START);
+    verified_tourney(
+        &app,
+        json!({"max_size": 1, "max_attempts": 1, "join_required": true}),
+    )
+    .await;
     let start = |player: &'static str| {
-        let token = app.token(player, None);
-        let api = &app.api;
+        let run = start_run(&app.api, "v", player);
         async move {
-            let r = api
-                .call_as(Some(&token), Method::POST, "/v1/boards/v/runs", None)
-                .await;
+            let r = run.await;
             assert_eq!(r.status, 200, "{player}: {:?}", r.body);
             r.body["run"].as_str().unwrap().to_owned()
         }
@@ -465,11 +472,7 @@ async fn a_runs_proof_counts_only_in_the_occurrence_it_started_in() {
 #[tokio::test]
 async fn a_banned_player_neither_joins_nor_starts_a_run() {
     let app = app().await;
-    let mut cfg = tourney(json!({"max_size": 2}));
-    cfg["op"] = json!("best");
-    cfg["validator"] = json!("2048");
-    app.board("v", cfg).await;
-    app.clock.set(START);
+    verified_tourney(&app, json!({"max_size": 2})).await;
     let ban = app
         .admin(Method::PUT, "/admin/bans/kim", json!({"board": "v"}))
         .await;
@@ -482,11 +485,7 @@ async fn a_banned_player_neither_joins_nor_starts_a_run() {
         "{:?}",
         r.body
     );
-    let token = app.token("kim", None);
-    let r = app
-        .api
-        .call_as(Some(&token), Method::POST, "/v1/boards/v/runs", None)
-        .await;
+    let r = start_run(&app.api, "v", "kim").await;
     assert_eq!(
         (r.status.as_u16(), r.code()),
         (403, "forbidden"),
