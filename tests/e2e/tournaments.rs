@@ -761,7 +761,8 @@ async fn tournament_messages_until_ended(ws: &mut WsClient) -> Vec<Value> {
 /// The live events reach every session with a view of the board, on both instances, once per
 /// session however many views it has: `started` at `start_ms`, `ending_soon` `ending_soon_ms`
 /// before the end, and `ended` with the top of the final standings and, for a player's session,
-/// the player's own final rank (none for a spectator).
+/// the player's own final rank (none for a spectator), also where the session watched the board
+/// before its `hello`.
 #[tokio::test]
 async fn started_ending_soon_and_ended_reach_the_boards_watchers_on_every_instance() {
     let app = app().await;
@@ -774,6 +775,10 @@ async fn started_ending_soon_and_ended_reach_the_boards_watchers_on_every_instan
     kim.hello(&app.token("kim", None)).await;
     kim.subscribe("live", "top", json!({})).await;
     kim.subscribe("live", "me", json!({})).await;
+    // A page that watches the board first and says `hello` after (the live page does).
+    let mut lee = WsClient::connect(&app.ws_url()).await;
+    lee.subscribe("live", "top", json!({})).await;
+    lee.hello(&app.token("lee", None)).await;
 
     let rec = Recorder::default();
     app.clock.set(START);
@@ -793,7 +798,11 @@ async fn started_ending_soon_and_ended_reach_the_boards_watchers_on_every_instan
     };
     let standings = json!([{"rank": 1, "player": "lee", "score": 70},
                            {"rank": 2, "player": "kim", "score": 50}]);
-    for (ws, rank) in [(&mut spectator, Value::Null), (&mut kim, json!(2))] {
+    for (ws, rank) in [
+        (&mut spectator, Value::Null),
+        (&mut kim, json!(2)),
+        (&mut lee, json!(1)),
+    ] {
         let got = tournament_messages_until_ended(ws).await;
         assert_eq!(events(&got), ["started", "ending_soon", "ended"], "{got:?}");
         assert_eq!(

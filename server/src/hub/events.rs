@@ -15,12 +15,12 @@
 use scorecast_shared::{Entry, Id, ServerMsg};
 use serde::Deserialize;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::board::{Board, BoardCell};
 use super::derive::Move;
-use super::Inner;
+use super::{Inner, SessionId};
 
 /// Moves kept for derivation between two flushes at most; past this the standings are read.
 const MAX_PENDING_MOVES: usize = 200_000;
@@ -87,6 +87,15 @@ impl Inner {
     pub(super) fn on_event(&self, board: &str, payload: &[u8]) {
         let Ok(board) = Id::parse(board) else { return };
         let ev = serde_json::from_slice::<Event>(payload);
+        // A tournament event names each session's player's final rank: the players are read
+        // (under the hub's lock, before any board's) only for such a rare event.
+        let players = match &ev {
+            Ok(Event {
+                tournament: Some(_),
+                ..
+            }) => self.session_players(),
+            _ => HashMap::new(),
+        };
         if let Some(cell) = self.cell(&board) {
             let mut b = cell.lock();
             match &ev {
@@ -94,7 +103,7 @@ impl Inner {
                     season,
                     tournament: Some(t),
                     ..
-                }) => b.push_tournament(&board, season, t),
+                }) => b.push_tournament(&board, season, t, &players),
                 Ok(ev) => b.note_event(&board, ev),
                 Err(_) => {
                     tracing::warn!(%board, "unreadable change event; recomputing the board's views");
@@ -103,12 +112,21 @@ impl Inner {
             }
         }
         if let Ok(ev) = &ev {
-            self.to_buckets(&board, ev);
+            self.to_buckets(&board, ev, &players);
         }
     }
 
+    /// The player of each session that said `hello`.
+    fn session_players(&self) -> HashMap<SessionId, Id> {
+        self.lock()
+            .sessions
+            .iter()
+            .filter_map(|(id, s)| s.player.clone().map(|p| (*id, p)))
+            .collect()
+    }
+
     /// Hands a bucketed board's event to its buckets' cells (see the module's doc).
-    fn to_buckets(&self, board: &Id, ev: &Event) {
+    fn to_buckets(&self, board: &Id, ev: &Event, players: &HashMap<SessionId, Id>) {
         if ev.changes.is_empty() {
             let cells: Vec<Arc<BoardCell>> = self
                 .lock()
@@ -120,7 +138,7 @@ impl Inner {
             for cell in cells {
                 let mut b = cell.lock();
                 match &ev.tournament {
-                    Some(t) => b.push_tournament(board, &ev.season, t),
+                    Some(t) => b.push_tournament(board, &ev.season, t, players),
                     None => b.note_event(board, ev),
                 }
             }
@@ -159,14 +177,24 @@ impl Inner {
 
 impl Board {
     /// Pushes a tournament event to each session with a view of the board, once, with the
-    /// session's player's final rank when the event has it.
-    fn push_tournament(&self, board: &Id, season: &str, t: &TournamentEvent) {
+    /// session's player's final rank when the event has it: the player the session said `hello`
+    /// as (`players`), whenever its views were subscribed.
+    fn push_tournament(
+        &self,
+        board: &Id,
+        season: &str,
+        t: &TournamentEvent,
+        players: &HashMap<SessionId, Id>,
+    ) {
         let mut sent = std::collections::HashSet::new();
         for ((session, _), sub) in &self.subs {
             if !sent.insert(*session) {
                 continue;
             }
-            let rank = sub.player.as_ref().and_then(|p| t.ranks.get(p.as_str()));
+            let rank = players
+                .get(session)
+                .or(sub.player.as_ref())
+                .and_then(|p| t.ranks.get(p.as_str()));
             let msg = ServerMsg::Tournament {
                 board: board.to_string(),
                 season: season.to_owned(),
