@@ -56,7 +56,7 @@ async fn every_answer_carries_the_security_headers() {
 /// A refusal made outside Scorecast's handlers is the JSON error body all the same: a path
 /// nothing serves (404 `not_found`, a missing file included), a method a path does not take
 /// (405, `bad_request`), also to a client that accepts gzip; a HEAD of a missing path gets the
-/// status and no body. Nothing changes.
+/// status and no body, a HEAD of a page 200 and no body. Nothing changes.
 #[tokio::test]
 async fn refusals_outside_the_handlers_are_json_errors() {
     let app = spawn_app_with(|s| s.workers = false, Clock::manual(1_741_608_000_000)).await;
@@ -103,5 +103,18 @@ async fn refusals_outside_the_handlers_are_json_errors() {
     let head = app.http.head(app.url("/v1/nope")).send().await.unwrap();
     assert_eq!(head.status().as_u16(), 404);
     assert!(head.bytes().await.unwrap().is_empty());
+    // The pages answer HEAD as GET, without the body (probes and link checkers use it).
+    for page in ["/", "/play", "/admin", "/docs/", "/queues.html"] {
+        let head = app.http.head(app.url(page)).send().await.unwrap();
+        assert_eq!(head.status().as_u16(), 200, "HEAD {page}");
+        assert!(
+            head.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html"),
+            "HEAD {page}"
+        );
+        assert!(head.bytes().await.unwrap().is_empty(), "HEAD {page}");
+    }
     assert_eq!(app.dump().await, before, "a refusal changed a key");
 }

@@ -2,7 +2,7 @@
 //! the admin API: every queue with its counts, a board's players found by id or name, and the
 //! live counters of every instance.
 
-use actix_web::{get, web, HttpResponse};
+use actix_web::{get, route, web, HttpResponse};
 use scorecast_shared::{Entry, Id};
 use serde::{Deserialize, Serialize};
 
@@ -119,7 +119,7 @@ pub async fn find_players(
 
 /// The console page. Public like the other pages: it asks for the admin token and keeps it in
 /// `sessionStorage`; every call it makes carries the token.
-#[get("/admin")]
+#[route("/admin", method = "GET", method = "HEAD")]
 pub async fn page(st: web::Data<AppState>) -> HttpResponse {
     match std::fs::read(st.settings.web_dir.join("admin.html")) {
         Ok(body) => HttpResponse::Ok()

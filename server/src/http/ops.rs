@@ -1,7 +1,7 @@
 //! Operations: liveness, readiness, metrics, the OpenAPI document, and the web pages (the API
 //! page `/docs` among them).
 
-use actix_web::{get, web, HttpResponse};
+use actix_web::{get, route, web, HttpResponse};
 use utoipa::OpenApi;
 
 use crate::state::AppState;
@@ -111,12 +111,13 @@ fn page(st: &AppState, file: &str) -> HttpResponse {
     }
 }
 
-#[get("/")]
+// The pages answer HEAD as GET (without the body): uptime probes and link checkers use it.
+#[route("/", method = "GET", method = "HEAD")]
 pub async fn index(st: web::Data<AppState>) -> HttpResponse {
     page(&st, "index.html")
 }
 
-#[get("/play")]
+#[route("/play", method = "GET", method = "HEAD")]
 pub async fn play(st: web::Data<AppState>) -> HttpResponse {
     page(&st, "play.html")
 }
@@ -134,5 +135,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(index)
         .service(play)
         .route("/docs", web::get().to(docs))
-        .route("/docs/", web::get().to(docs));
+        .route("/docs", web::head().to(docs))
+        .route("/docs/", web::get().to(docs))
+        .route("/docs/", web::head().to(docs));
 }
