@@ -246,6 +246,21 @@ async fn one_put_configures_a_league_and_bad_ones_change_nothing() {
     let mut body = weekly();
     body["tiers"] = json!(["bronze", "silver"]);
     bad.push(("other tiers".into(), "weekly", body, 409));
+    // A tier board is part of its league: it is not deleted.
+    let r = app
+        .call(Method::DELETE, "/admin/boards/silver", None, true)
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (409, "conflict"),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(
+        app.dump().await,
+        before,
+        "a refused tier deletion changed a key"
+    );
     for (what, league, body, status) in bad {
         let r = put_league(&app, league, body).await;
         assert_eq!(r.status, status, "{what}: {:?}", r.body);

@@ -194,8 +194,8 @@ pub async fn get_board(
 
 /// Deletes a board and every key of it (scores, seasons, names, log, limiter state, dedup
 /// records, bans); its reads are then 404. Jobs already scheduled for it find no board and do
-/// nothing.
-#[utoipa::path(params(("board" = String, Path)), responses((status = 204), (status = 404)), tag = "admin", security(("admin" = [])))]
+/// nothing. A league's tier board is refused `conflict`.
+#[utoipa::path(params(("board" = String, Path)), responses((status = 204), (status = 404), (status = 409)), tag = "admin", security(("admin" = [])))]
 #[delete("/admin/boards/{board}")]
 pub async fn delete_board(
     key: Admin,
