@@ -231,6 +231,7 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       await page.waitForFunction(() => /bucket 2$/.test(document.getElementById("season").textContent));
       assert.deepEqual(await players(), [["b6", "#1"], ["b5", "#2"], ["b4", "#3"]]);
       assert.match(page.url(), /[?&]bucket=2$/);
+      assert.equal(await page.isHidden("#bucket-mine"), true, "a spectator has no bucket of their own");
       // Live: b4 takes the lead of bucket 2.
       await addScore(base, LEAGUE, "b4", 1000);
       await waitRow("b4", 1000, "#1");

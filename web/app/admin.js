@@ -178,8 +178,8 @@ async function refreshAll() {
 // ---- boards ----------------------------------------------------------------------------------
 
 async function refreshBoards() {
-  const res = await fetch("/v1/boards", { headers: { accept: "application/json" } });
-  const { boards } = await res.json();
+  // Through `api`, so a refusal (503 while Redis is unreachable) is shown as one.
+  const { boards } = await api("GET", "/v1/boards");
   boardList = boards;
   fill(
     $("boards"),

@@ -86,6 +86,7 @@ function selectBoard(id, pushUrl) {
   $("me-pin").replaceChildren();
   $("error").hidden = true;
   $("play-link").href = `/play?board=${encodeURIComponent(id)}`;
+  $("play-empty").href = $("play-link").href;
   document.title = `${id} — Scorecast`;
   if (pushUrl) history.replaceState(null, "", `?board=${encodeURIComponent(id)}`);
   $("bucket-bar").hidden = !configs.get(id)?.bucket_size;
@@ -134,7 +135,8 @@ async function readBucket() {
       return;
     }
     if (!res.ok) throw new Error(body?.error ? `${body.error.code}: ${body.error.message}` : `HTTP ${res.status}`);
-    if (!b.n) b.mine = body.bucket;
+    // The first bucket read is the signed-in player's own; a spectator has none.
+    if (!b.n && player) b.mine = body.bucket;
     b.n = body.bucket;
     $("error").hidden = true;
     // In their own bucket below its top rows, the signed-in player's row is pinned (their rank

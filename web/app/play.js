@@ -241,7 +241,7 @@ async function startRun() {
       mode = "verified";
       showResult(
         "rejected",
-        "Too many open runs on this board: a run stays open for an hour after it starts. Finish or wait, then press New game.",
+        "Too many open runs on this board: a run stays open for an hour after it starts. Wait for the oldest to end, then press New game.",
       );
     } else if (e.code === "unknown_board") {
       showResult("rejected", `Board “${board}” does not exist.`);
@@ -360,7 +360,11 @@ let flushTimer = null;
 
 function submitPoints(points) {
   unsent += points;
-  if (!sc.player || mode === "unknown") {
+  if (mode === "unknown") {
+    showResult("rejected", `Board “${board}” does not exist: these points count nowhere.`);
+    return;
+  }
+  if (!sc.player) {
     showResult("info", "Sign in to play for the board.");
     return;
   }
