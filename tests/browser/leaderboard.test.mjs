@@ -186,7 +186,9 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       // Its own board and player: nothing here depends on an earlier test.
       await putBoard(env.stack.base, "phone", {});
       await addScore(env.stack.base, "phone", "phil", 1_234_567);
-      const p = await newPage(env.browser, { viewport: { width: 390, height: 844 } });
+      // The longest id there is: it wraps rather than pushing the score off the screen.
+      await addScore(env.stack.base, "phone", "p".repeat(64), 7);
+      const p = await newPage(env.browser, { viewport: { width: 375, height: 812 } });
       await p.goto(`${env.stack.base}/?board=phone`);
       await waitConnState(p, "open");
       await p.waitForSelector('#rows tr[data-player="phil"]');
