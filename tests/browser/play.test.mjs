@@ -327,6 +327,27 @@ describe("2048 page", { timeout: 180_000 }, () => {
       await page.context().close();
     }));
 
+  test("an ended tournament says so in words, not as a server message", () =>
+    withDiagnostics(diag, async () => {
+      const now = Date.now();
+      await putBoard(env.stack.base, "cup-over", {
+        op: "best",
+        validator: "2048",
+        tournament: { schedule: { start_ms: now - 7_200_000, end_ms: now - 3_600_000 } },
+      });
+      const page = await newPage(env.browser);
+      await page.goto(`${env.stack.base}/play?board=cup-over`);
+      await page.fill("#guest-name", "ola");
+      await page.click("#guest-login");
+      await page.waitForFunction(
+        () => /This tournament has ended: scores no longer count\. \(ended\)/.test(document.getElementById("last-result").textContent),
+        null,
+        { timeout: 10_000 },
+      );
+      assert.doesNotMatch(await page.textContent("#last-result"), /\d{13}/, "no raw epoch milliseconds");
+      await page.context().close();
+    }));
+
   test("an expired run says so, and New game starts another", () =>
     withDiagnostics(diag, async () => {
       const base = env.stack.base;

@@ -225,6 +225,18 @@ function replay(seed, log) {
   renderGame();
 }
 
+/** What a refusal means for the player, in words; the server's message for anything else. */
+function refusal(err) {
+  const said = {
+    ended: "This tournament has ended: scores no longer count.",
+    not_started: "This tournament has not started yet.",
+    not_joined: "Join this tournament first.",
+    full: "This tournament is full.",
+    no_attempts_left: "You have no attempts left in this tournament.",
+  }[err.code];
+  return said ? `${said} (${err.code})` : `${err.code}: ${err.message}`;
+}
+
 async function startRun() {
   let started;
   try {
@@ -249,7 +261,7 @@ async function startRun() {
       showResult("rejected", `unauthorized: ${e.message}`);
       showSignedOut();
     } else {
-      showResult("rejected", `Could not start a run (${e.code}): ${e.message}`);
+      showResult("rejected", `Could not start a run. ${refusal(e)}`);
     }
     return;
   }
@@ -344,7 +356,7 @@ function checkpoint() {
         limitedUntil = Math.max(limitedUntil, Date.now() + Math.min(Math.max(due - Date.now(), 250), 60_000));
         scheduleCheckpoint();
       } else {
-        showResult("rejected", `refused (${err.code}): ${err.message}`);
+        showResult("rejected", `refused — ${refusal(err)}`);
       }
     },
   );
@@ -402,7 +414,7 @@ function flush() {
         showResult("rejected", `unauthorized: ${err.message}`);
         showSignedOut();
       } else {
-        showResult("rejected", `${err.code}: ${err.message}`);
+        showResult("rejected", refusal(err));
       }
     },
   );
