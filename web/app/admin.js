@@ -293,6 +293,8 @@ function watch(board) {
   $("top-empty").textContent = board ? "No scores yet." : "Pick a board to watch.";
   $("top-empty").hidden = false;
   for (const tr of $("boards").children) tr.classList.toggle("watched", tr.dataset.board === board);
+  // What the panels said was about the board watched before.
+  for (const id of ["top-msg", "find-msg", "seasons-msg", "tournament-msg", "buckets-msg"]) $(id).hidden = true;
   $("find-board").textContent = board ? `on ${board}` : "";
   $("find-rows").replaceChildren();
   $("find-table").hidden = true;
