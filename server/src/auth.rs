@@ -41,6 +41,10 @@ pub struct Claims {
     pub nbf: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// An audience of any form is refused (Scorecast has none): jsonwebtoken refuses a string or
+    /// an array, and this catches what it cannot read (a number, an object).
+    #[serde(default, skip_serializing)]
+    pub aud: Option<serde_json::Value>,
 }
 
 /// A NumericDate as jsonwebtoken reads it for its checks: seconds since the epoch, a fraction
@@ -207,6 +211,11 @@ impl Tokens {
             }
             (None, None) => return Err(unauthorized("invalid token: no token secret")),
         };
+        if data.claims.aud.is_some() {
+            return Err(unauthorized(
+                "invalid token: an aud claim is refused (Scorecast has no audience)",
+            ));
+        }
         let id =
             Id::parse(&data.claims.sub).map_err(|e| unauthorized(format!("token subject: {e}")))?;
         let now_ms = chrono::Utc::now().timestamp_millis();
@@ -261,6 +270,7 @@ impl Tokens {
             iat: Some(now_ms as f64 / 1000.0),
             nbf: None,
             name: name.map(str::to_owned),
+            aud: None,
         };
         // unwrap: HS256 signing of plain claims cannot fail.
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.enc).unwrap()

@@ -138,6 +138,10 @@ async fn a_refused_tokens_message_says_why() {
             "an aud claim is refused",
         ),
         (
+            token_with(json!({"sub": "alice", "exp": exp, "aud": 7})),
+            "an aud claim is refused",
+        ),
+        (
             token_with(json!({"sub": "alice", "exp": exp, "nbf": "today"})),
             "nbf must be a number of seconds since the epoch",
         ),
