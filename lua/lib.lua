@@ -139,7 +139,7 @@ end
 
 -- Whether `player` is banned from the board (its own ban or its copy of a ban on every board,
 -- lua/ban.lua): nil, or the refusal's code and message. lua/submit.lua reads the same two
--- fields in its batch.
+-- fields inline: its per-player function is at Lua's limit of 60 upvalues.
 local function ban_refusal(prefix, board, player)
   local b = redis.call('HMGET', prefix .. 'bans', player, '*' .. player)
   if b[1] or b[2] then return 'forbidden', player .. ' is banned from ' .. board end
