@@ -252,17 +252,40 @@ async fn last_push_equals_stored(ranking: &str) {
         }
         pushes.insert(player, ws);
     }
-    if ranking == "ordinal" {
-        // This instance's counts for this board: derivation did the work here.
-        let n = counts(&app, board).me_derived;
-        assert!(n >= N as u64, "standings derived: {n}");
-    }
     assert!(
         differ.is_empty(),
         "{} players differ: {:?}",
         differ.len(),
         &differ[..differ.len().min(5)]
     );
+    if ranking == "ordinal" {
+        // Derivation does the work here (this instance's counts for this board): once every
+        // watcher's standing is known, a newcomer at the top moves each of them down by one,
+        // and every new rank is derived from that event, none read.
+        let before = counts(&app, board);
+        app.score(board, "newcomer", 1_000_000).await;
+        for (player, ws) in &mut pushes {
+            let stored = app
+                .get(&format!("/v1/boards/{board}/players/{player}"))
+                .await;
+            let last =
+                last_rank_until(ws, Value::Null, &stored.body, Duration::from_secs(10)).await;
+            assert!(
+                shows(&last, &stored.body),
+                "{player}: last push {last}, stored {}",
+                stored.body
+            );
+        }
+        let after = counts(&app, board);
+        assert!(
+            after.me_derived >= before.me_derived + N as u64 && after.me_read == before.me_read,
+            "standings derived {} -> {}, read {} -> {}",
+            before.me_derived,
+            after.me_derived,
+            before.me_read,
+            after.me_read
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
