@@ -105,6 +105,8 @@ pub static REWARD_GRANT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/reward_grant.lua")));
 pub static RUN_START: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/run_start.lua")));
+pub static RUN_READ: LazyLock<Script> =
+    LazyLock::new(|| with_base(include_str!("../../lua/run_read.lua")));
 pub static JOIN: LazyLock<Script> = LazyLock::new(|| with_lib(include_str!("../../lua/join.lua")));
 pub static TOURNAMENT_INFO: LazyLock<Script> =
     LazyLock::new(|| with_lib(include_str!("../../lua/tournament_info.lua")));

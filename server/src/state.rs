@@ -84,15 +84,14 @@ impl AppState {
                 format!("a proof may be at most {limit} bytes"),
             ));
         }
-        let (cfg, r) = self.store.board_and_run(board, run).await?;
+        let (cfg, r, now) = self.store.board_and_run(board, run).await?;
         let Some(name) = cfg.validator.as_deref() else {
             return Err(AppError::bad_request(format!(
                 "board {board} has no validator: submit points"
             )));
         };
-        // The record expires with the run in Redis time; this also ends it on the clock the
-        // store runs on (an injected one in tests), as `lua/run_start.lua` counts open runs.
-        let now = self.store.clock().now_ms();
+        // The record outlives its run (`lua/run_start.lua`): the run ends at `expires_ms`, on
+        // the clock it was started on, which `now` was read from.
         let r = r.filter(|r| now < r.expires_ms).ok_or_else(|| {
             AppError::new(
                 ErrorCode::NotFound,
@@ -106,7 +105,7 @@ impl AppState {
             ));
         }
         let validator = self.board_validator(name).await?;
-        let elapsed_ms = self.store.clock().now_ms() - r.started_ms;
+        let elapsed_ms = now - r.started_ms;
         let len = proof.len();
         let score = self
             .validators

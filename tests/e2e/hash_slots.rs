@@ -93,7 +93,7 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     .await;
     assert_eq!(s, 200, "{body}");
     state.store.announce_season(&id("d")).await.unwrap();
-    // Runs: run_start on a verified board.
+    // Runs: run_start on a verified board, and the read a proof makes (run_read).
     let (s, body) = call(
         Method::PUT,
         "/admin/boards/v",
@@ -101,11 +101,17 @@ async fn every_script_keeps_its_keys_in_one_hash_slot() {
     )
     .await;
     assert_eq!(s, 200, "{body}");
-    state
+    let run = state
         .store
         .start_run(&id("v"), &id("alice"), 60_000, 3)
         .await
         .unwrap();
+    let (_, found, _) = state
+        .store
+        .board_and_run(&id("v"), &id(&run.id))
+        .await
+        .unwrap();
+    assert!(found.is_some());
     // Tournaments: join, a submission counted as an attempt, the state, an event, the end and
     // the final standings read.
     let far = 4_102_444_800_000_i64; // 2100-01-01

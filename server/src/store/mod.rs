@@ -353,19 +353,21 @@ impl Store {
         })
     }
 
-    /// The board's configuration (or `unknown_board`) and its run `run`, unless that never
-    /// existed or expired: one MGET (both keys are in the board's slot), the one read a
-    /// verified submission makes before its validator runs.
+    /// The board's configuration (or `unknown_board`), its run `run` unless that never existed or
+    /// its record is gone, and the time of the read on the clock runs are started on (Redis
+    /// `TIME`, or the injected clock): one script call (both keys are in the board's slot), the
+    /// one read a verified submission makes before its validator runs.
     pub async fn board_and_run(
         &self,
         board: &Id,
         run: &Id,
-    ) -> AppResult<(BoardConfig, Option<RunRecord>)> {
+    ) -> AppResult<(BoardConfig, Option<RunRecord>, i64)> {
         let mut c = self.conn.clone();
-        let (cfg, raw): (Option<String>, Option<String>) = redis::cmd("MGET")
-            .arg(keys::config(board))
-            .arg(keys::run(board, run.as_str()))
-            .query_async(&mut c)
+        let (cfg, raw, now): (Option<String>, Option<String>, i64) = scripts::RUN_READ
+            .key(keys::config(board))
+            .key(keys::run(board, run.as_str()))
+            .arg(self.clock.arg())
+            .invoke_async(&mut c)
             .await?;
         let cfg =
             cfg.ok_or_else(|| AppError::new(ErrorCode::UnknownBoard, format!("no board {board}")))?;
@@ -373,7 +375,7 @@ impl Store {
         let run = raw
             .map(|r| serde_json::from_str(&r).map_err(|_| reply::bad("run")))
             .transpose()?;
-        Ok((cfg, run))
+        Ok((cfg, run, now))
     }
 
     /// Stores a validator's module under `name` (checked by the caller), with its SHA-256 under

@@ -1,0 +1,11 @@
+-- run_read.lua: a board's config and one of its runs, with the time they were read at (a proof's
+-- check, docs/validators.md, "Runs"). Prepended with base.lua.
+--
+-- KEYS[1]  lb:{<board>}:config
+-- KEYS[2]  lb:{<board>}:run:<run id>
+-- ARGV[1]  now_ms override ('' = TIME)
+--
+-- Returns {config or false, run or false, now_ms}. A proof is held against its run's end and
+-- timed from its start on the clock the run was started on (lua/run_start.lua: Redis TIME), so
+-- an instance whose own clock is off neither ends a run early nor lets it run late.
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), now_ms(ARGV[1])}
