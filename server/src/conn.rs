@@ -55,6 +55,25 @@ impl Target {
         Ok(Target::Cluster(seeds))
     }
 
+    /// The URL as configured, without its password (for messages): a cluster is named by its
+    /// `redis+cluster://` URL, not by the seeds' `redis://` ones.
+    pub fn shown(&self) -> String {
+        match self {
+            Target::Single(url) => redacted(url),
+            Target::Cluster(seeds) => {
+                let hosts: Vec<&str> = seeds
+                    .iter()
+                    .map(|s| {
+                        let s = s.strip_prefix("redis://").unwrap_or(s);
+                        s.rfind('@').map_or(s, |at| &s[at + 1..])
+                    })
+                    .collect();
+                let auth = if seeds[0].contains('@') { "***@" } else { "" };
+                format!("{CLUSTER_SCHEME}{auth}{}", hosts.join(","))
+            }
+        }
+    }
+
     /// The node URLs: the one URL, or every seed.
     pub fn urls(&self) -> &[String] {
         match self {
@@ -146,7 +165,7 @@ pub fn redacted(url: &str) -> String {
 pub async fn connect(target: &Target) -> anyhow::Result<RedisConn> {
     match target {
         Target::Single(url) => {
-            let shown = redacted(url);
+            let shown = target.shown();
             let client = redis::Client::open(url.as_str())
                 .with_context(|| format!("bad redis url {shown}"))?;
             let cfg = ConnectionManagerConfig::new()
@@ -160,11 +179,7 @@ pub async fn connect(target: &Target) -> anyhow::Result<RedisConn> {
             Ok(RedisConn::Single(c))
         }
         Target::Cluster(seeds) => {
-            let shown = seeds
-                .iter()
-                .map(|s| redacted(s))
-                .collect::<Vec<_>>()
-                .join(",");
+            let shown = target.shown();
             let client = cluster_client(seeds, Some(RESPONSE_TIMEOUT))
                 .with_context(|| format!("bad redis cluster url {shown}"))?;
             let c = client
@@ -277,5 +292,20 @@ mod tests {
             ])
         );
         assert!(Target::parse("redis+cluster://").is_err());
+    }
+
+    /// Messages name the URL the operator wrote, password hidden.
+    #[test]
+    fn a_target_is_shown_as_configured_without_its_password() {
+        let shown = |u: &str| Target::parse(u).unwrap().shown();
+        assert_eq!(
+            shown("redis+cluster://:pw@a:7000,b:7001/"),
+            "redis+cluster://***@a:7000,b:7001"
+        );
+        assert_eq!(
+            shown("redis+cluster://a:7000,b:7001"),
+            "redis+cluster://a:7000,b:7001"
+        );
+        assert_eq!(shown("redis://:pw@db:6379/0"), "redis://***@db:6379/0");
     }
 }

@@ -325,6 +325,36 @@ async fn secrets_never_appear_in_the_logs() {
     }
 }
 
+/// A Redis Cluster that cannot be reached stops the start-up with a message naming the URL as
+/// configured (`redis+cluster://`, every seed), its password hidden.
+#[test]
+fn an_unreachable_cluster_is_named_as_configured_without_its_password() {
+    const PASSWORD: &str = "cluster-password-9e8d7c";
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis+cluster://:{PASSWORD}@127.0.0.1:{port},127.0.0.1:{port}");
+    let web = root().join("web");
+    let out = std::process::Command::new(bin())
+        .args(["--listen", "127.0.0.1:0", "--redis-url", &url])
+        .args(["--web-dir", web.to_str().unwrap()])
+        .envs(env())
+        .current_dir(temp_dir("unreachable-cluster"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "started without its Redis");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = format!("redis+cluster://***@127.0.0.1:{port},127.0.0.1:{port}");
+    assert!(text.contains(&shown), "{shown} not named:\n{text}");
+    assert!(!text.contains(PASSWORD), "the password printed:\n{text}");
+}
+
 /// Starts the binary on a fresh Redis with `extra` environment; returns it with its Redis.
 fn start_with(tag: &str, extra: &[(&'static str, &'static str)]) -> (ServerProcess, TestRedis) {
     let redis = start_test_redis();
