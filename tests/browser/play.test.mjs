@@ -348,6 +348,35 @@ describe("2048 page", { timeout: 180_000 }, () => {
       await page.context().close();
     }));
 
+  test("on a phone a refusal is said above the grid, in view", () =>
+    withDiagnostics(diag, async () => {
+      const now = Date.now();
+      await putBoard(env.stack.base, "cup-phone", {
+        op: "best",
+        validator: "2048",
+        tournament: { schedule: { start_ms: now - 7_200_000, end_ms: now - 3_600_000 } },
+      });
+      const page = await newPage(env.browser, { viewport: { width: 375, height: 667 } });
+      await page.goto(`${env.stack.base}/play?board=cup-phone`);
+      await page.fill("#guest-name", "pia");
+      await page.click("#guest-login");
+      // Nothing scrolls the page: the refusal must be where the player looks.
+      await page.waitForFunction(
+        () => {
+          const el = document.getElementById("notice");
+          if (el.hidden || !/This tournament has ended/.test(el.textContent)) return false;
+          const r = el.getBoundingClientRect();
+          return r.height > 0 && r.top >= -1 && r.bottom <= window.innerHeight + 1 && r.right <= window.innerWidth + 1;
+        },
+        null,
+        { timeout: 10_000 },
+      );
+      // The panel below the grid, which says it too, is out of view on a phone.
+      const panel = await page.$eval("#last-result", (el) => el.getBoundingClientRect().top);
+      assert.ok(panel > 667, `the last-result panel is at ${panel} px, below the fold`);
+      await page.context().close();
+    }));
+
   test("an expired run says so, and New game starts another", () =>
     withDiagnostics(diag, async () => {
       const base = env.stack.base;

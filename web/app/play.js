@@ -428,11 +428,23 @@ function seconds(ms) {
   return `${(ms / 1000).toFixed(1)} s`;
 }
 
+/**
+ * Says what became of the last submission in its panel. A refusal is also said above the grid,
+ * where the player is looking (on a phone the panel is below the fold), until something counts
+ * again.
+ */
 function showResult(kind, text) {
   const el = $("last-result");
   el.textContent = text;
   el.dataset.kind = kind;
   el.classList.toggle("muted", kind === "info");
+  const notice = $("notice");
+  if (kind === "rejected") {
+    notice.textContent = text;
+    notice.hidden = false;
+  } else if (kind === "ok") {
+    notice.hidden = true;
+  }
 }
 
 function showBoardScore(score) {
