@@ -206,7 +206,7 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
     }));
 
   /// A bucketed board: the page shows bucket 1 (no one signed in), ranked within it; the arrows
-  /// and the picker step through the buckets (the URL says which; an empty one says so); a score
+  /// and the picker step through the buckets (the URL says which; one past the last says so); a score
   /// shows live; a signed-in player's page opens on their own bucket, their row pinned (rank in
   /// the bucket) when below its top 20.
   test("a bucketed board shows one bucket, live, and the signed-in player's own", () =>
@@ -239,11 +239,11 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       await waitRow("b4", 1000, "#1");
       assert.deepEqual(await players(), [["b4", "#1"], ["b6", "#2"], ["b5", "#3"]]);
 
-      // By number; a bucket nobody is in says so.
+      // By number; a bucket past the last says so.
       await page.fill("#bucket-picker", "9");
       await page.press("#bucket-picker", "Enter");
       await page.waitForFunction(() => !document.getElementById("bucket-empty").hidden);
-      assert.equal(await page.textContent("#bucket-empty"), "No scores in bucket 9 yet.");
+      assert.equal(await page.textContent("#bucket-empty"), "No bucket 9 yet: this board has scores in buckets 1–3.");
       assert.equal(await page.$$eval("#rows tr[data-player]", (t) => t.length), 0);
       assert.equal(await page.isHidden("#empty"), true);
 
