@@ -174,6 +174,7 @@ describe("live page: tournament, bounded buckets, Redis down", { timeout: 180_00
       await during.goto(`${base}/?board=${BOARD}`, { waitUntil: "commit" });
       await waitConnState(during, DEGRADED, 40_000);
       assert.equal(await during.isHidden("#error"), true, "not an error: the badge says it");
+      assert.equal(await during.textContent("#total"), "waiting for Redis…", "not \"loading…\" forever");
       assert.ok(await during.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
       await screenshot(during, "livepage-4-redis-unavailable-phone");
 

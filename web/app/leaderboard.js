@@ -336,7 +336,8 @@ function render(previous) {
     $("bucket-mine").hidden = !bucket.mine || bucket.mine === bucket.n;
   }
   $("season").textContent = top ? `season ${top.season}${top.bucket ? `, bucket ${top.bucket}` : ""}` : "";
-  $("total").textContent = top ? `${formatThousands(top.total)} player${top.total === 1 ? "" : "s"}` : "loading…";
+  // Nothing shown yet: loading, or waiting for the server's Redis to answer.
+  $("total").textContent = top ? `${formatThousands(top.total)} player${top.total === 1 ? "" : "s"}` : redisDown ? "waiting for Redis…" : "loading…";
   showUpdated();
   renderMe(shown);
 }
@@ -440,6 +441,7 @@ function redisAnswered(up) {
   if (up === !redisDown) return;
   redisDown = !up;
   showState();
+  render();
   scheduleHealth();
   if (!up || !board) return;
   if (!configs.size) {
