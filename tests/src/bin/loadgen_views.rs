@@ -785,8 +785,10 @@ fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
         .iter()
         .map(|(p, v)| format!("{:.2}", rate(v) / rate(p)))
         .collect();
+    // The targets of this machine (2 cores shared): 0.8 at 10 000 players, 0.9 below.
+    let target = if a.players >= 10_000 { "0.80" } else { "0.90" };
     println!(
-        "submissions/s with me views / without: {ratio:.2}, the median of {} rounds ({}) (target ≥ 0.80); the figures below are the median round's ({})",
+        "submissions/s with me views / without: {ratio:.2}, the median of {} rounds ({}) (target ≥ {target}); the figures below are the median round's ({})",
         a.rounds,
         each.join(", "),
         median + 1
@@ -827,11 +829,10 @@ fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
     // The figures the targets are stated in (those of this machine: 2 cores shared).
     let big = a.players >= 10_000;
     println!(
-        "SUMMARY {} players: submissions/s with views {:.0}, without {:.0}, ratio {ratio:.2} (target ≥ {}); ack p99 {:.1} ms (without views {:.1} ms); top push p99 from the probe's commit {:.1} ms (target ≤ 150 ms; from its send, its own round trip included: {:.1} ms); me pushes/s {:.0}; server µs per me push {per_push:.1} (target ≤ 8); me staleness from the ack p50 {:.1} ms, p99 {:.1} ms (target ≤ {} ms)",
+        "SUMMARY {} players: submissions/s with views {:.0}, without {:.0}, ratio {ratio:.2} (target ≥ {target}); ack p99 {:.1} ms (without views {:.1} ms); top push p99 from the probe's commit {:.1} ms (target ≤ 150 ms; from its send, its own round trip included: {:.1} ms); me pushes/s {:.0}; server µs per me push {per_push:.1} (target ≤ 8); me staleness from the ack p50 {:.1} ms, p99 {:.1} ms (target ≤ {} ms)",
         a.players,
         rate(views),
         rate(plain),
-        if big { "0.80" } else { "0.90" },
         views.ack_p99_ms,
         plain.ack_p99_ms,
         views.top_p99_ms,
