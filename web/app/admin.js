@@ -13,6 +13,7 @@
 // localStorage, never in a URL); every admin call sends it as a Bearer token.
 
 import { Scorecast, formatThousands, isValidId } from "../sdk/scorecast.js";
+import { durationText, timeText } from "./time.js";
 
 const TOKEN_KEY = "scorecast.adminToken";
 const TOP_LIMIT = 20;
@@ -393,15 +394,6 @@ async function revoke(btn, player) {
 
 const ENTRANTS_PAGE = 20;
 const FINAL_TOP = 20;
-
-/** A duration as "1 d 02:03:04" / "02:03:04" / "03:04". */
-function durationText(ms) {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  const d = Math.floor(s / 86400);
-  const hms = [Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60), s % 60].map((n) => String(n).padStart(2, "0"));
-  if (d > 0) return `${d} d ${hms.join(":")}`;
-  return hms[0] === "00" ? hms.slice(1).join(":") : hms.join(":");
-}
 
 function hideTournament(text) {
   $("tournament-empty").textContent = text;
@@ -937,10 +929,6 @@ async function rollover(board, season) {
 // A time (ms since the epoch) as "YYYY-MM-DD HH:MM:SS UTC" (the date part cut to `len`
 // characters), or the number as it came when it is no date (a value stored before it was
 // checked, say 2^63 − 1): one odd row must not keep the others from rendering.
-function timeText(ms, len = 19) {
-  const d = new Date(ms);
-  return Number.isFinite(d.getTime()) ? `${d.toISOString().replace("T", " ").slice(0, len)} UTC` : String(ms);
-}
 
 /** When a ban ends: its date, or "until lifted" for a ban with no end. */
 function untilText(b) {

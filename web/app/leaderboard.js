@@ -14,6 +14,7 @@
 // succeeds again; then the views are asked for again.
 
 import { Scorecast, formatAgo, formatCompact, formatRank, formatThousands, isValidId } from "../sdk/scorecast.js";
+import { durationText, timeText } from "./time.js";
 
 const TOP_LIMIT = 20;
 const FLASH_MS = 1500;
@@ -554,8 +555,8 @@ function tickTournament() {
       ? `starts in ${durationText(left)}`
       : state === "running"
         ? `ends in ${durationText(left)}`
-        : `ended ${timeText(info.end_ms)}${info.ended_ms ? "" : ": final standings being counted"}`;
-  el.title = `${timeText(info.start_ms)} → ${timeText(info.end_ms)}`;
+        : `ended ${timeText(info.end_ms, 16)}${info.ended_ms ? "" : ": final standings being counted"}`;
+  el.title = `${timeText(info.start_ms, 16)} → ${timeText(info.end_ms, 16)}`;
   const n = info.entrants;
   $("tournament-entrants").textContent =
     `${formatThousands(n)} participant${n === 1 ? "" : "s"}` +
@@ -566,18 +567,4 @@ function tickTournament() {
     t.asked = state;
     readTournament();
   }
-}
-
-/** A duration as "1 d 02:03:04" / "02:03:04" / "03:04". */
-function durationText(ms) {
-  const s = Math.max(0, Math.ceil(ms / 1000));
-  const d = Math.floor(s / 86400);
-  const hms = [Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60), s % 60].map((x) => String(x).padStart(2, "0"));
-  if (d > 0) return `${d} d ${hms.join(":")}`;
-  return hms[0] === "00" ? hms.slice(1).join(":") : hms.join(":");
-}
-
-/** A date and time, in UTC, to the minute. */
-function timeText(ms) {
-  return `${new Date(ms).toISOString().replace("T", " ").slice(0, 16)} UTC`;
 }
