@@ -16,9 +16,10 @@
 -- players: ARGV[5..] players
 -- arounds: ARGV[5..] pairs of player, radius (every `around` view of a flush, in one call)
 --
--- Returns {'ok', season, total, seq, season start_ms, bucket, entries...} where bucket is the
--- bucket read (0 = the whole board or an unbucketed one; `player` and `around` of one player
--- in their own: theirs; `players`, `arounds`: 0) and entries are flat groups of five:
+-- Returns {'ok', season, total, seq, season start_ms, bucket, buckets, entries...} where bucket
+-- is the bucket read (0 = the whole board or an unbucketed one; `player` and `around` of one
+-- player in their own: theirs; `players`, `arounds`: 0), buckets the season's number of buckets
+-- when one bucket is named (`<n>` or `@<player>`; else 0), and entries are flat groups of five:
 -- player, points, rank, name ('' = none), reached_ms (-1 = none); or {'err', code, message}.
 -- `total` counts the ladder read (the bucket's players when one bucket is read).
 -- For `arounds`, each pair's rows are preceded by their count: {..., n1, rows1..., n2, rows2...}.
@@ -74,6 +75,8 @@ if bsize and scope ~= '*' then
     key = bucket_key(prefix, season, bucket)
   end
 end
+-- The season's buckets are numbered 1 to the last one opened (lib.lua, "Buckets").
+local buckets = bucket > 0 and tonumber(redis.call('HGET', prefix .. 'bk:' .. season, '#open') or '0') or 0
 -- The ladder of `player` when each is read in their own bucket (nil: they have none), and the
 -- bucket's number.
 local function own_key(player)
@@ -86,7 +89,7 @@ local function no_bucket(player)
 end
 
 local seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
-local out = {'ok', season, 0, seq, start, bucket}
+local out = {'ok', season, 0, seq, start, bucket, buckets}
 local function append(rows)
   for _, v in ipairs(rows) do out[#out + 1] = v end
 end

@@ -243,7 +243,7 @@ describe("live leaderboard page", { timeout: 120_000 }, () => {
       await page.fill("#bucket-picker", "9");
       await page.press("#bucket-picker", "Enter");
       await page.waitForFunction(() => !document.getElementById("bucket-empty").hidden);
-      assert.equal(await page.textContent("#bucket-empty"), "No bucket 9 yet: this board has scores in buckets 1–3.");
+      assert.equal(await page.textContent("#bucket-empty"), "No bucket 9 yet: this board has buckets 1–3.");
       assert.equal(await page.$$eval("#rows tr[data-player]", (t) => t.length), 0);
       assert.equal(await page.isHidden("#empty"), true);
 

@@ -1,7 +1,7 @@
 // The live leaderboard page (`/?board=<id>`) in headless Chromium, on what it tells besides the
 // rows: a board's tournament (its state, the time left counting down, its participants, followed
-// from not started through open to ended); a bucketed board's picker bounded by the last bucket
-// with scores (a bucket past it says so, and the bound moves when a new bucket opens); and the
+// from not started through open to ended); a bucketed board's picker bounded by the season's
+// last bucket (a bucket past it says so, and the bound moves when a new bucket opens); and the
 // connection badge while the server's Redis does not answer (paused, SIGSTOP), back to `open`
 // once it does, with the board live again.
 
@@ -95,7 +95,7 @@ describe("live page: tournament, bounded buckets, Redis down", { timeout: 180_00
   /// Buckets of three, seven players: buckets 1–3. The picker's max is 3 and "next" stops at 3;
   /// bucket 9 says there is no such bucket (not an empty table, not an error), and "previous"
   /// from it goes to the last. Three more players open bucket 4: the page learns it live.
-  test("a bucketed board's picker is bounded by the last bucket with scores", () =>
+  test("a bucketed board's picker is bounded by the season's last bucket", () =>
     withDiagnostics(diag, async () => {
       const base = env.stack.base;
       const BOARD = "leaguebound";
@@ -121,7 +121,7 @@ describe("live page: tournament, bounded buckets, Redis down", { timeout: 180_00
       await page.fill("#bucket-picker", "9");
       await page.press("#bucket-picker", "Enter");
       await page.waitForFunction(() => !document.getElementById("bucket-empty").hidden);
-      assert.equal(await text(page, "bucket-empty"), "No bucket 9 yet: this board has scores in buckets 1–3.");
+      assert.equal(await text(page, "bucket-empty"), "No bucket 9 yet: this board has buckets 1–3.");
       assert.equal(await page.$$eval("#rows tr[data-player]", (t) => t.length), 0);
       assert.equal(await page.isHidden("#error"), true);
       assert.equal(await page.isDisabled("#bucket-next"), true);

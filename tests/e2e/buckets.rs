@@ -190,12 +190,25 @@ async fn reads_are_within_the_players_bucket_and_operators_read_every_ladder() {
 
     let top = app.get("/v1/boards/b/top?player=p2").await;
     assert_eq!(top.body["bucket"], 1);
+    assert_eq!(
+        top.body["buckets"], 3,
+        "the season's buckets: {:?}",
+        top.body
+    );
     assert_eq!(top.body["total"], 3);
     assert_eq!(top.body["entries"][0]["player"], "p3");
     assert_eq!(top.body["entries"][0]["rank"], 1);
     let top = app.get("/v1/boards/b/top?bucket=3").await;
     assert_eq!(top.body["total"], 1);
+    assert_eq!(top.body["buckets"], 3);
     assert_eq!(top.body["entries"][0]["player"], "p7");
+    // Past the last bucket: an empty one, and the count says there is none.
+    let past = app.get("/v1/boards/b/top?bucket=9").await;
+    assert_eq!(past.status, 200, "{:?}", past.body);
+    assert_eq!(
+        (&past.body["total"], &past.body["buckets"]),
+        (&json!(0), &json!(3))
+    );
 
     let bare = app.get("/v1/boards/b/top").await;
     assert_eq!(bare.status, 400, "{:?}", bare.body);
@@ -222,13 +235,16 @@ async fn reads_are_within_the_players_bucket_and_operators_read_every_ladder() {
         .await;
     assert_eq!(whole.status, 200, "{:?}", whole.body);
     assert_eq!(whole.body["total"], 7);
-    assert!(whole.body.get("bucket").is_none());
+    assert!(whole.body.get("bucket").is_none() && whole.body.get("buckets").is_none());
     assert_eq!(whole.body["entries"][0]["player"], "p7");
     assert_eq!(whole.body["entries"][1]["player"], "p6");
     let two = app
         .call(Method::GET, "/admin/boards/b/top?bucket=2", None, true)
         .await;
-    assert_eq!(two.body["bucket"], 2);
+    assert_eq!(
+        (&two.body["bucket"], &two.body["buckets"]),
+        (&json!(2), &json!(3))
+    );
     assert_eq!(two.body["entries"][2]["player"], "p4");
     let anon = app.get("/admin/boards/b/top").await;
     assert_eq!(anon.status, 401);

@@ -4,8 +4,7 @@
 // signed-in player's own, else the first), ranked within it, their row pinned when below its
 // top: read over HTTP every 2 s (the WebSocket's views of a bucketed board are a player's own
 // bucket only, and none for a spectator), with a picker to step through the buckets, bounded by
-// the last bucket that has scores (the public API has no count of buckets: a bucket past the last
-// reads as an empty one, so the page finds the last by reading buckets, one row each).
+// the season's number of buckets (`buckets` in each answer).
 // A board with a tournament shows its state (not started / open / ended), the time left, counted
 // down on the server's clock, and its participants: `GET /v1/boards/{b}/tournament`, read again
 // on a live `tournament` event, when the countdown reaches a boundary, and every 30 s.
@@ -46,7 +45,7 @@ let me = null; // the latest `rank` message of the `me` view
 let myPlayer = localStorage.getItem("scorecast.player");
 let updatedAt = null;
 let configs = new Map(); // board id -> its configuration, from /v1/boards
-let bucket = null; // on a bucketed board: {n (null: the player's own, not known yet), timer, reading, again, last, season}
+let bucket = null; // on a bucketed board: {n (null: the player's own, not known yet), timer, reading, again, last}
 let tour = null; // the shown board's tournament: {board, info (GET /tournament), skew, asked, soon, timer, tick}
 let healthTimer = null;
 const rowOf = new Map(); // player -> <tr> in the top table, kept so highlights survive re-renders
@@ -128,8 +127,7 @@ function selectBoard(id, pushUrl) {
     bucket = {
       n: Number.isInteger(asked) && asked >= 1 ? asked : null,
       timer: setInterval(readBucket, BUCKET_POLL_MS),
-      last: null, // the last bucket with scores (0: none), once read
-      season: null,
+      last: null, // the season's number of buckets (0: none yet), once read
     };
     readBucket();
     render();
@@ -179,12 +177,7 @@ async function readBucket() {
     if (!b.n && player) b.mine = body.bucket;
     b.n = body.bucket;
     $("error").hidden = true;
-    // A new season starts with no buckets: what was known of the last one is forgotten.
-    if (b.season !== body.season) b.last = null;
-    b.season = body.season;
-    if (body.total > 0) b.last = Math.max(b.last ?? 0, body.bucket);
-    await findLastBucket(b);
-    if (bucket !== b) return;
+    b.last = body.buckets ?? null;
     // In their own bucket below its top rows, the signed-in player's row is pinned (their rank
     // within the bucket).
     me = null;
@@ -209,39 +202,6 @@ async function readBucket() {
       readBucket();
     }
   }
-}
-
-/** Players with a score in bucket `k` of the current season (a bucket past the last reads as 0). */
-async function bucketTotal(k) {
-  const res = await fetch(`/v1/boards/${encodeURIComponent(board)}/top?limit=1&bucket=${k}`, JSON_ACCEPT);
-  noteRead(res);
-  const body = await res.json().catch(() => null);
-  if (!res.ok) throw new Error(body?.error ? `${body.error.code}: ${body.error.message}` : `HTTP ${res.status}`);
-  return body.total;
-}
-
-/**
- * Finds the last bucket with scores (`b.last`). The public API does not count buckets, and a
- * bucket past the last answers as an empty one; but buckets fill in order (the next opens when
- * one is full), so from the last known, the buckets after it are read (one row each) a step
- * doubling each time until one is empty, then halved back to the last with scores. Once found,
- * one read a poll (the bucket after it) notices a new bucket opening.
- */
-async function findLastBucket(b) {
-  let lo = b.last ?? 0; // has scores (0: none known)
-  let hi = null; // has none
-  let step = 1;
-  while (hi === null || hi - lo > 1) {
-    const k = hi === null ? Math.min(lo + step, 2 ** 32 - 1) : Math.floor((lo + hi) / 2);
-    const total = await bucketTotal(k);
-    if (bucket !== b) return;
-    if (total > 0) {
-      lo = k;
-      step *= 2;
-    } else hi = k;
-    if (hi === null && k === 2 ** 32 - 1) break;
-  }
-  b.last = lo;
 }
 
 /** Shows bucket `n` (the picker, the arrows): the URL says which. */
@@ -329,7 +289,7 @@ function render(previous) {
   if (bucket) {
     $("bucket-empty").textContent = bucket.note ?? bucketEmptyText();
     if (document.activeElement !== $("bucket-picker")) $("bucket-picker").value = bucket.n ? String(bucket.n) : "";
-    // The picker goes up to the last bucket known to have scores.
+    // The picker goes up to the season's last bucket.
     if (bucket.last !== null) $("bucket-picker").max = String(Math.max(1, bucket.last));
     else $("bucket-picker").removeAttribute("max");
     $("bucket-prev").disabled = !bucket.n || bucket.n <= 1;
@@ -347,8 +307,8 @@ function render(previous) {
 function bucketEmptyText() {
   const { n, last } = bucket;
   if (last === null || n <= last) return `No scores in bucket ${n} yet.`;
-  if (last === 0) return "No scores this season yet: the first score opens bucket 1.";
-  return `No bucket ${n} yet: this board has scores in bucket${last === 1 ? " 1" : `s 1–${last}`}.`;
+  if (last === 0) return "No buckets this season yet: the first score opens bucket 1.";
+  return `No bucket ${n} yet: this board has bucket${last === 1 ? " 1" : `s 1–${last}`}.`;
 }
 
 /** The player's own row, pinned in the table footer unless it is already in the top rows. */

@@ -48,15 +48,16 @@ pub async fn admin_top(
         Some(n) => Scope::Bucket(n),
     };
     let season = season(&q.season)?;
-    let (page, bucket) = st
+    let (page, bucket, buckets) = st
         .store
-        .read_in(&board, season.as_ref(), scope, Read::Top { offset, limit })
+        .read_counted(&board, season.as_ref(), scope, Read::Top { offset, limit })
         .await?;
     Ok(HttpResponse::Ok().json(TopResponse {
         board: board.into_string(),
         season: page.season,
         total: page.total,
         bucket: (bucket > 0).then_some(bucket),
+        buckets: (bucket > 0).then_some(buckets),
         entries: page.entries,
     }))
 }

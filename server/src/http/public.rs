@@ -42,6 +42,10 @@ pub struct TopResponse {
     /// The bucket read, on a bucketed board.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bucket: Option<u32>,
+    /// With `bucket`: the season's number of buckets (numbered from 1; a bucket past the last
+    /// reads as an empty one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<u32>,
     pub entries: Vec<Entry>,
 }
 
@@ -189,9 +193,9 @@ pub async fn top(
         (None, Some(p)) => Scope::Of(p),
         (None, None) => Scope::Own,
     };
-    let (page, bucket) = st
+    let (page, bucket, buckets) = st
         .store
-        .read_in(
+        .read_counted(
             &board,
             season(&q.season)?.as_ref(),
             scope,
@@ -203,6 +207,7 @@ pub async fn top(
         season: page.season,
         total: page.total,
         bucket: (bucket > 0).then_some(bucket),
+        buckets: (bucket > 0).then_some(buckets),
         entries: page.entries,
     }))
 }

@@ -147,6 +147,7 @@ pub async fn final_standings(
         season: page.season,
         total: page.total,
         bucket: None,
+        buckets: None,
         entries: page.entries,
     }))
 }

@@ -174,8 +174,9 @@ impl Scope<'_> {
     }
 }
 
-/// The first field of a read's rows (after its head: season, total, seq, start, bucket).
-const ROWS_AT: usize = 5;
+/// The first field of a read's rows (after its head: season, total, seq, start, bucket,
+/// buckets).
+const ROWS_AT: usize = 6;
 
 /// Field `i` of a script reply, an integer.
 fn int_at(r: &[Value], i: usize) -> AppResult<i64> {
@@ -561,6 +562,19 @@ impl Store {
         scope: Scope<'_>,
         what: Read<'_>,
     ) -> AppResult<(Page, u32)> {
+        let (page, bucket, _) = self.read_counted(board, season, scope, what).await?;
+        Ok((page, bucket))
+    }
+
+    /// [`Store::read_in`], with the season's number of buckets when `scope` names one bucket
+    /// ([`Scope::Bucket`], [`Scope::Of`]; else 0): buckets are numbered 1 to it.
+    pub async fn read_counted(
+        &self,
+        board: &Id,
+        season: Option<&Id>,
+        scope: Scope<'_>,
+        what: Read<'_>,
+    ) -> AppResult<(Page, u32, u32)> {
         let mut c = self.conn.clone();
         let mut inv = scripts::READ.key(keys::config(board));
         inv.arg(match what {
@@ -592,12 +606,13 @@ impl Store {
         let r = reply::ok(reply)?;
         let mut page = page_head(&r)?;
         let bucket = u32::try_from(int_at(&r, 4)?).map_err(|_| reply::bad("bucket"))?;
+        let buckets = u32::try_from(int_at(&r, 5)?).map_err(|_| reply::bad("buckets"))?;
         page.entries = entries(&r[ROWS_AT..])?;
         if matches!(what, Read::Players(_)) {
             // Friends are shown as a small leaderboard of their own.
             page.entries.sort_by_key(|e| e.rank);
         }
-        Ok((page, bucket))
+        Ok((page, bucket, buckets))
     }
 
     /// Every `around` view of a flush in one `lua/read.lua` call (mode `arounds`): one page per
