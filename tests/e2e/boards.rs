@@ -1328,17 +1328,8 @@ async fn ops_endpoints() {
     let api = app.get("/openapi.json").await;
     assert!(api.body["paths"]["/v1/boards/{board}/top"].is_object());
     assert!(api.body["paths"]["/admin/boards/{board}/players/{player}/score"].is_object());
-    // `appendfsync everysec` may hold a write back in Redis while an earlier fsync is slow (a
-    // busy disk), and a kill then loses it: the documented "about a second" of loss. What is
-    // tested here is that what reached the AOF file survives, so wait until nothing is held.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while app.redis_info("aof_buffer_length").await != 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the AOF buffer never drained"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // What reached the AOF file survives (not the second `everysec` may hold back).
+    app.wait_aof_written().await;
     app.redis.kill();
     let r = app.get("/readyz").await;
     assert_eq!(r.status, 503);

@@ -885,6 +885,8 @@ async fn jobs_survive_a_redis_crash() {
     let held = q.claim(LEASE).await.unwrap().expect("a ready job");
     let before = q.counts().await.unwrap();
 
+    // What reached the AOF file survives (not the second `everysec` may hold back).
+    app.wait_aof_written().await;
     app.redis.kill();
     assert!(
         q.claim(LEASE).await.is_err(),

@@ -421,6 +421,21 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Waits (bounded) until Redis has written every acknowledged write to its AOF file. Under
+    /// `appendfsync everysec` Redis may hold writes back while an earlier fsync is slow (a busy
+    /// disk), and a kill then loses them: the documented "about a second" of loss. A test of
+    /// what survives a crash waits for this first, so it tests what reached the file.
+    pub async fn wait_aof_written(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.redis_info("aof_buffer_length").await != 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the AOF buffer never drained"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// How many times Redis has run `command` (lower case), from `INFO commandstats`.
     pub async fn redis_command_calls(&self, command: &str) -> u64 {
         let counts = self.redis_command_counts().await;
