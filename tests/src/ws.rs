@@ -132,12 +132,18 @@ impl WsClient {
         mut pred: impl FnMut(&Value) -> bool,
     ) -> Value {
         let deadline = tokio::time::Instant::now() + within;
+        // What was skipped, for the panic message: a timeout alone does not say whether the
+        // messages stopped or kept coming without the one awaited.
+        let (mut skipped, mut last) = (0usize, None);
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             match self.next_within(left).await {
                 Some(Incoming::Json(v)) if pred(&v) => return v,
-                Some(Incoming::Json(_)) => {}
-                other => panic!("expected a matching message within {within:?}, got {other:?}"),
+                Some(Incoming::Json(v)) => (skipped, last) = (skipped + 1, Some(v)),
+                other => panic!(
+                    "expected a matching message within {within:?}, got {other:?} \
+                     ({skipped} others skipped, the last: {last:?})"
+                ),
             }
         }
     }
