@@ -142,6 +142,11 @@ fn install_missing_system_packages(needs: Needs) -> Result<()> {
     if find("redis-server").is_none() || find("redis-benchmark").is_none() {
         packages.extend(["redis-server", "redis-tools"]);
     }
+    // The server's allocator (jemalloc, built from C by `tikv-jemalloc-sys`) is built with make;
+    // the C compiler is the one Rust already links with.
+    if find("make").is_none() {
+        packages.push("make");
+    }
     if needs.proxy {
         if find("nginx").is_none() {
             packages.push("nginx");
