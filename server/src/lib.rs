@@ -28,13 +28,13 @@ pub mod scripts;
 pub mod startup;
 pub mod state;
 pub mod store;
-
-/// Every program built on this crate (the server, its load generators and tests) allocates with
-/// jemalloc: the delivery path allocates a message on the hub's thread and frees it on a
-/// session's, where glibc's malloc spends a tenth of the server's CPU (BENCHMARKS.md, "The
-/// allocator").
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 pub mod sync;
 pub mod validators;
 pub mod ws;
+
+/// Every program built on this crate (the server, its load generators and tests) allocates with
+/// jemalloc: the delivery path allocates a message on the hub's thread and frees it on a
+/// session's, where glibc's malloc spent about a tenth of the server's CPU (BENCHMARKS.md, "The
+/// allocator").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -5,9 +5,9 @@
 // top: read over HTTP every 2 s (the WebSocket's views of a bucketed board are a player's own
 // bucket only, and none for a spectator), with a picker to step through the buckets, bounded by
 // the season's number of buckets (`buckets` in each answer).
-// A board with a tournament shows its state (not started / open / ended), the time left, counted
-// down on the server's clock, and its participants: `GET /v1/boards/{b}/tournament`, read again
-// on a live `tournament` event, when the countdown reaches a boundary, and every 30 s.
+// A board with a tournament shows its state (not started / open / ending soon / ended), the time
+// left, counted down on the server's clock, and its participants: `GET /v1/boards/{b}/tournament`,
+// read again on a live `tournament` event, when the countdown reaches a boundary, and every 30 s.
 // The connection badge says when the server answers but its Redis does not (reads answered 503
 // `unavailable`, views refused `unavailable`): "Redis unavailable — retrying", until a read
 // succeeds again; then the views are asked for again.
