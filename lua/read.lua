@@ -53,7 +53,7 @@ else
 end
 
 -- A bucketed board: which bucket's zset is read (see ARGV[4]); `own` = each player's own.
-local bsize = mode ~= 'final' and bucket_size_of(cfg)
+local bsize = ARGV[1] ~= 'final' and bucket_size_of(cfg)
 local scope = ARGV[4]
 local bucket, own = 0, false
 if bsize and scope ~= '*' then

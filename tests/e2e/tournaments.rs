@@ -671,6 +671,37 @@ async fn the_end_job_freezes_the_final_standings_and_rewards_once() {
     assert_eq!(rec.0.lock().unwrap().len(), 2, "one notify per grant");
 }
 
+/// On a bucketed tournament board the final standings and the `rewards_top` are the whole
+/// board's, every bucket's players ranked together (merged from the buckets, where the
+/// submissions wrote them).
+#[tokio::test]
+async fn a_bucketed_tournament_ends_with_the_whole_boards_standings() {
+    let app = app().await;
+    let mut cfg = tourney(json!({}));
+    cfg["rewards_top"] = json!(2);
+    cfg["bucket_size"] = json!(2);
+    app.board("cup", cfg).await;
+    app.clock.set(START);
+    // ann and ben in bucket 1, cat and dan in bucket 2.
+    for (p, pts) in [("ann", 10), ("ben", 40), ("cat", 30), ("dan", 20)] {
+        assert_eq!(submit(&app, "cup", p, "a", pts).await.status, 200);
+    }
+    app.clock.set(END);
+    let rec = Recorder::default();
+    let ran = run_jobs(&app, &rec).await;
+    assert!(ran.contains(&"tournament.end".to_owned()), "{ran:?}");
+    run_jobs(&app, &rec).await;
+    let fin = app.get("/v1/boards/cup/final").await;
+    assert_eq!(fin.status, 200, "{:?}", fin.body);
+    assert_eq!(fin.body["total"], 4, "{:?}", fin.body);
+    let want: Vec<(String, i64)> = [("ben", 40), ("cat", 30), ("dan", 20), ("ann", 10)]
+        .iter()
+        .map(|&(p, s)| (p.to_owned(), s))
+        .collect();
+    assert_eq!(standings(&fin.body), want);
+    assert_eq!(rewards(&app, "cup").await, ["all:ben", "all:cat"]);
+}
+
 fn job_of(kind: &str, payload: &impl serde::Serialize) -> Job {
     let text = json!({
         "id": "manual", "kind": kind, "payload": payload,
