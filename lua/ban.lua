@@ -50,7 +50,7 @@ if not seen then seasons[#seasons + 1] = current end
 local held = 0
 for _, s in ipairs(seasons) do
   local key = prefix .. 's:' .. s
-  local score = redis.call('ZSCORE', key, player)
+  local score = redis.call('ZSCORE', score_key(prefix, cfg, s, player), player)
   if score then
     redis.call('HSET', prefix .. 'held:' .. player, s, score)
     local entry = remove_entry(prefix, cfg, s, key, player, score)

@@ -20,7 +20,7 @@ if raw then
   if old.order ~= new.order or old.tie_break ~= new.tie_break
       or old.resolution_ms ~= new.resolution_ms or old.time_bits ~= new.time_bits then
     for _, s in ipairs(redis.call('ZRANGE', prefix .. 'seasons', 0, -1)) do
-      if redis.call('ZCARD', prefix .. 's:' .. s) > 0 then
+      if redis.call('ZCARD', whole(prefix, s)) > 0 then
         return {'err', 'conflict', 'season ' .. s .. ' has scores: changing order, tie_break, resolution_ms or time_bits would reinterpret them'}
       end
     end
@@ -35,9 +35,33 @@ if raw then
     -- calendar boards may hold a current season not yet listed
     if new.reset ~= 'never' or old.reset ~= 'never' then
       local cur = current_season(prefix, old, now_ms(ARGV[2]))
-      if redis.call('ZCARD', prefix .. 's:' .. cur) > 0 then
+      if redis.call('ZCARD', whole(prefix, cur)) > 0 then
         return {'err', 'conflict', 'season ' .. cur .. ' has scores'}
       end
+    end
+  end
+end
+-- Buckets that come or go (lib.lua, "Buckets"): a board that becomes bucketed places the current
+-- season's players with a score in buckets now, in rank order (the whole board is merged from
+-- the buckets from then on, so it keeps every one of them); a board that stops being bucketed
+-- has each season's whole board merged now (its own zset is read directly from then on).
+if raw then
+  local old = cjson.decode(raw)
+  local was, is = bucket_size_of(old), bucket_size_of(new)
+  if was and not is then
+    for _, s in ipairs(redis.call('ZRANGE', prefix .. 'seasons', 0, -1)) do whole(prefix, s) end
+    whole(prefix, current_season(prefix, old, now_ms(ARGV[2])))
+  elseif is and not was then
+    local season = current_season(prefix, new, now_ms(ARGV[2]))
+    local cmd = new.order == 'desc' and 'ZREVRANGE' or 'ZRANGE'
+    local rows = redis.call(cmd, prefix .. 's:' .. season, 0, -1, 'WITHSCORES')
+    for i = 1, #rows, 2 do
+      local n = bucket_of(prefix, season, rows[i], is)
+      redis.call('ZADD', bucket_key(prefix, season, n), rows[i + 1], rows[i])
+    end
+    if #rows > 0 then
+      bucket_bound(prefix, season, rows[2])
+      bucket_bound(prefix, season, rows[#rows])
     end
   end
 end

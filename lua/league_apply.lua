@@ -31,7 +31,7 @@ for _, m in ipairs(moves) do
   local player, now_on = m[1], m[2]
   redis.call('HSET', placed, player, now_on)
   if now_on ~= board then
-    local old = redis.call('ZSCORE', key, player)
+    local old = redis.call('ZSCORE', score_key(prefix, cfg, next_season, player), player)
     if old then
       nr = nr + 1
       removed[nr] = remove_entry(prefix, cfg, next_season, key, player, old)

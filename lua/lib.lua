@@ -129,6 +129,56 @@ local function bucket_key(prefix, season, n)
   return prefix .. 'bk:' .. season .. ':' .. string.format('%d', n)
 end
 
+-- The buckets hold a bucketed board's scores. A submission writes only the player's bucket and
+-- marks the season's buckets changed (`bk:<season>` field '#stale'); the season's own zset
+-- `s:<season>`, the whole board that operators read (ranks over every player, `rewards_top`, a
+-- tournament's final standings), is merged from the buckets by `whole` when it is read after a
+-- change. So the merge, O(players), is paid by an operator's read, not a walk of the whole
+-- board's skiplist by each submission. Moderation writes the bucket and `s:<season>` both
+-- (remove_entry, bucket_mirror), which keeps a merged zset merged.
+
+-- The zset holding `player`'s score in `season`: their bucket's on a bucketed board, else (no
+-- bucket, or no buckets) the season's own. With the bucket's number, if any.
+local function score_key(prefix, cfg, season, player)
+  local own = prefix .. 's:' .. season
+  if not bucket_size_of(cfg) then return own end
+  local n = bucket_of(prefix, season, player)
+  if not n then return own end
+  return bucket_key(prefix, season, n), n
+end
+
+-- Raises the season's bound of |score| in its buckets (`bk:<season>` field '#max', which
+-- lua/submit.lua reads to let ZINCRBY run blind) to cover `score`.
+local function bucket_bound(prefix, season, score)
+  local h = prefix .. 'bk:' .. season
+  local a = math.abs(tonumber(score))
+  if a > tonumber(redis.call('HGET', h, '#max') or '0') then redis.call('HSET', h, '#max', fmt(a)) end
+end
+
+-- Buckets merged by one ZUNIONSTORE (below Lua's unpack limit of 8000 values).
+local MERGE_CHUNK = 7000
+
+-- The season's own zset, the whole board: first merged from the season's buckets if one changed
+-- since the last merge (see above).
+local function whole(prefix, season)
+  local key = prefix .. 's:' .. season
+  local h = prefix .. 'bk:' .. season
+  local st = redis.call('HMGET', h, '#stale', '#open')
+  if not st[1] then return key end
+  local open = tonumber(st[2] or '0')
+  redis.call('DEL', key)
+  for first = 1, open, MERGE_CHUNK do
+    local keys, n = {key}, 1
+    for b = first, math.min(open, first + MERGE_CHUNK - 1) do
+      n = n + 1
+      keys[n] = bucket_key(prefix, season, b)
+    end
+    redis.call('ZUNIONSTORE', key, n, unpack(keys))
+  end
+  redis.call('HDEL', h, '#stale')
+  return key
+end
+
 -- Drops the bucket keys of `season`.
 local function drop_buckets(prefix, season)
   local h = prefix .. 'bk:' .. season
@@ -234,16 +284,18 @@ local function rank_of(key, cfg, player, score)
 end
 
 -- Mirrors a moderation change of `player`'s entry in `season` to their bucket, if they have
--- one (lua/remove.lua, ban.lua, unban.lua): `score` nil removes it. Returns the bucket's
--- number and the player's rank in it (before a removal, after an addition), or nil: a
--- bucketed board's change events give the ranks within the bucket and name it.
-local function bucket_mirror(prefix, cfg, season, player, score)
-  local n = redis.call('HGET', prefix .. 'bk:' .. season, player)
+-- one (lua/remove.lua, ban.lua, unban.lua): `score` nil removes it; with `size`, a score is
+-- placed in a bucket if they have none. Returns the bucket's number and the player's rank in
+-- it (before a removal, after an addition), or nil: a bucketed board's change events give the
+-- ranks within the bucket and name it.
+local function bucket_mirror(prefix, cfg, season, player, score, size)
+  local n = bucket_of(prefix, season, player, score and size)
   if not n then return nil end
-  local k = bucket_key(prefix, season, tonumber(n))
+  local k = bucket_key(prefix, season, n)
   local r
   if score then
     redis.call('ZADD', k, score, player)
+    bucket_bound(prefix, season, score)
     r = rank_of(k, cfg, player, tonumber(score))
   else
     local had = redis.call('ZSCORE', k, player)
@@ -258,11 +310,12 @@ end
 -- score and rank null, `previous_rank` the rank it had (within the bucket on a bucketed board,
 -- which it names).
 local function remove_entry(prefix, cfg, season, key, player, old)
-  local prev_rank = rank_of(key, cfg, player, tonumber(old))
-  redis.call('ZREM', key, player)
-  local n, in_bucket = bucket_mirror(prefix, cfg, season, player, nil)
+  local n, prev_rank = bucket_mirror(prefix, cfg, season, player, nil)
   local tail = ''
-  if n then prev_rank, tail = in_bucket or prev_rank, ',"bucket":' .. fmt(n) end
+  if n then tail = ',"bucket":' .. fmt(n) end
+  -- No bucket (or not in it): the entry is the season's own (`old` was read there).
+  if not prev_rank then prev_rank = rank_of(key, cfg, player, tonumber(old)) end
+  redis.call('ZREM', key, player)
   return '{"player":"' .. player .. '","score":null,"rank":null,"previous_rank":' ..
     fmt(prev_rank) .. tail .. '}'
 end

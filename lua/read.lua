@@ -1,5 +1,6 @@
 -- read.lua: every leaderboard read, resolved against the same season rules as submit.lua.
--- Prepended with lib.lua. Reads only.
+-- Prepended with lib.lua. Reads only, but for the whole board of a bucketed board, which is
+-- merged from its buckets first if one changed since (lib.lua, `whole`).
 --
 -- KEYS[1]  lb:{<board>}:config
 -- ARGV[1]  mode: 'top' | 'player' | 'around' | 'players' | 'final' (a tournament's final
@@ -74,6 +75,8 @@ if bsize and scope ~= '*' then
     end
     key = bucket_key(prefix, season, bucket)
   end
+elseif bsize then
+  key = whole(prefix, season)
 end
 -- The season's buckets are numbered 1 to the last one opened (lib.lua, "Buckets").
 local buckets = bucket > 0 and tonumber(redis.call('HGET', prefix .. 'bk:' .. season, '#open') or '0') or 0

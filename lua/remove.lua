@@ -20,7 +20,7 @@ local now = now_ms(ARGV[2])
 local season = current_season(prefix, cfg, now)
 local key = prefix .. 's:' .. season
 local hold = prefix .. 'held:' .. ARGV[1]
-local old = redis.call('ZSCORE', key, ARGV[1])
+local old = redis.call('ZSCORE', score_key(prefix, cfg, season, ARGV[1]), ARGV[1])
 local held = false
 if old then
   -- The same event shape as submit.lua's: a `changes` list (here of one).

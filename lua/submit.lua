@@ -19,8 +19,8 @@
 -- included) -> dedup (so a retried success is never rate limited) -> points allowed ->
 -- tournament (lib.lua: open now, entered or room to enter, an attempt left) -> a league's tier
 -- (lib.lua, "Leagues": the player plays on this tier board, else `wrong_tier`) -> limiter check ->
--- compute the new score and check its range -> write: score (on a bucketed board also to the
--- player's bucket, placing them in one if they have none: lib.lua, "Buckets"; the results' ranks
+-- compute the new score and check its range -> write: score (on a bucketed board to the player's
+-- bucket only, placing them in one if they have none: lib.lua, "Buckets"; the results' ranks
 -- are then within the bucket), limiter entry, tournament entry and attempt, name, dedup record.
 -- A rejection writes nothing. Order: each player's submissions together and in their order,
 -- players in the order they first come in the batch (submissions of different players in one
@@ -132,16 +132,23 @@ local function run_occurrence_refusal(sub_id)
     return 'ended', 'run ' .. run .. ' was an attempt of ' .. started_in .. ', an occurrence of this tournament that has ended; start a run in ' .. season
   end
 end
--- A bucketed board (lib.lua, "Buckets"): each score is written to the player's bucket too, and
--- the results' and the change event's ranks are within the bucket (the event names it).
+-- A bucketed board (lib.lua, "Buckets"): each score is written to the player's bucket only (the
+-- whole board is merged from the buckets when an operator reads it), and the results' and the
+-- change event's ranks are within the bucket (the event names it).
 local bsize = bucket_size_of(cfg)
 local league = cfg.league ~= nil and cfg.league ~= cjson.null
 
 -- |score| of the board's extremes, read once per batch and only if an `incr` submission comes:
 -- while |points| + that stays in range, ZINCRBY cannot leave the exact range, so it runs blind.
-local extreme
+-- A bucketed board's own zset is not written by submissions: the season's buckets keep a bound
+-- of it instead (`#max`, lib.lua `bucket_bound`), read as `extreme_read` and raised at the end.
+local extreme, extreme_read
 
 local function board_extreme()
+  if bsize then
+    extreme_read = tonumber(redis.call('HGET', prefix .. 'bk:' .. season, '#max') or '0')
+    return extreme_read
+  end
   local m = 0
   local lo = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   if lo[2] then m = math.abs(tonumber(lo[2])) end
@@ -274,8 +281,8 @@ local function submit_player(player, subs)
       if not refused and op == 'incr' and fast_incr then
         if not extreme then extreme = board_extreme() end
         if points + extreme <= max_p and extreme - points <= max_p then
-          -- The ladder the ranks are of: the board's, or the player's bucket (placed now if
-          -- they have none), whose zset gets the board's new score.
+          -- The ladder the score is in: the board's, or the player's bucket (placed now if
+          -- they have none).
           local rkey = key
           if bsize then
             bucket = bucket_of(prefix, season, player, bsize)
@@ -287,8 +294,7 @@ local function submit_player(player, subs)
             prev_rank = before and before + 1 or -1
           end
           -- Redis prints the new score itself (an integer below 2^53: in plain digits).
-          new_s = redis.call('ZINCRBY', key, points_s, player)
-          if bsize then redis.call('ZADD', rkey, new_s, player) end
+          new_s = redis.call('ZINCRBY', rkey, points_s, player)
           new_score = tonumber(new_s)
           new_points = new_score
           if new_score > extreme then extreme = new_score elseif -new_score > extreme then extreme = -new_score end
@@ -297,7 +303,14 @@ local function submit_player(player, subs)
         end
       end
       if not refused and not new_score then
-        local old_score = redis.call('ZSCORE', key, player)
+        -- The ladder the player's score is in: the board's, or on a bucketed board their
+        -- bucket (none yet: placed below, once the score is accepted).
+        local skey = key
+        if bsize then
+          bucket = bucket_of(prefix, season, player)
+          skey = bucket and bucket_key(prefix, season, bucket)
+        end
+        local old_score = skey and redis.call('ZSCORE', skey, player)
         local old_points, old_t
         if old_score then
           old_score = tonumber(old_score)
@@ -329,19 +342,16 @@ local function submit_player(player, subs)
           end
           if not refused then
             changed = new_score ~= old_score
-            local rkey = key -- the ladder the ranks are of (as in the fast path above)
-            if bsize then
+            if bsize and not skey then
               bucket = bucket_of(prefix, season, player, bsize)
-              rkey = bucket_key(prefix, season, bucket)
-              local in_b = redis.call('ZSCORE', rkey, player)
-              prev_rank = in_b and rank(player, tonumber(in_b), rkey) or -1
-              redis.call('ZADD', rkey, istr(new_score), player)
-            else
-              prev_rank = old_score and rank(player, old_score) or -1
+              skey = bucket_key(prefix, season, bucket)
             end
-            if changed then redis.call('ZADD', key, istr(new_score), player) end
+            prev_rank = old_score and rank(player, old_score, skey) or -1
+            if changed then redis.call('ZADD', skey, istr(new_score), player) end
+            -- A bucketed board's bound is kept by every score written (see board_extreme).
+            if bsize and not extreme then extreme = board_extreme() end
             if extreme and math.abs(new_score) > extreme then extreme = math.abs(new_score) end
-            new_rank = rank(player, new_score, rkey)
+            new_rank = rank(player, new_score, skey)
             new_s = istr(new_points)
           end
         end
@@ -422,6 +432,15 @@ for i = 1, #S, 6 do
   subs[#subs + 1] = i
 end
 for _, p in ipairs(players) do submit_player(p, by_player[p]) end
+
+-- A bucketed board: a bucket changed (every change is one), so the whole board is merged from
+-- the buckets before it is read next (lib.lua, `whole`); the bound of |score| raised.
+if bsize then
+  local f, n = {}, 0
+  if nc > 0 then f[1], f[2], n = '#stale', '1', 2 end
+  if extreme and extreme > extreme_read then f[n + 1], f[n + 2], n = '#max', istr(extreme), n + 2 end
+  if n > 0 then redis.call('HSET', prefix .. 'bk:' .. season, unpack(f, 1, n)) end
+end
 
 -- One audit entry, one seq bump and one event for the whole batch.
 local results = cmsgpack.pack(out)

@@ -5,8 +5,9 @@
 -- KEYS[1]  lb:{<board>}:config   (every other key is built from its prefix: one hash slot)
 -- ARGV[1]  the season ('' = the board's current one)   ARGV[2] now_ms override ('' = TIME)
 --
--- The first run copies the season's scores `s:<season>` to `t:<season>:final` (ZUNIONSTORE: a
--- sorted set with the same members and scores; none when nobody scored), records when it ended
+-- The first run copies the season's scores `s:<season>` (on a bucketed board merged from its
+-- buckets first: lib.lua, `whole`) to `t:<season>:final` (ZUNIONSTORE: a sorted set with the
+-- same members and scores; none when nobody scored), records when it ended
 -- in `t:<season>:ended` and names the season in `t:last` (what `GET /v1/boards/{b}/final` reads
 -- by default), and publishes the `ended` event (tournament_publish in lib.lua). A later run finds `t:<season>:ended` and changes nothing, so the standings stay
 -- as they were frozen even if the job runs twice.
@@ -21,7 +22,7 @@ local season = ARGV[1]
 if season == '' then season = current_season(prefix, cfg, now) end
 local t = prefix .. 't:' .. season
 if redis.call('EXISTS', t .. ':ended') == 1 then return {'ok', season, 0} end
-redis.call('ZUNIONSTORE', t .. ':final', 1, prefix .. 's:' .. season)
+redis.call('ZUNIONSTORE', t .. ':final', 1, whole(prefix, season))
 redis.call('SET', t .. ':ended', fmt(now))
 redis.call('SET', prefix .. 't:last', season)
 -- The `ended` event for the board's subscribers: the top RANKED of the final standings, the

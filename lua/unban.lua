@@ -61,7 +61,11 @@ for i = 1, #held, 2 do
   if s == current or redis.call('ZSCORE', prefix .. 'seasons', s) then
     local key = prefix .. 's:' .. s
     redis.call('ZADD', key, score, player)
-    local n, in_bucket = bucket_mirror(prefix, cfg, s, player, score)
+    -- On a bucketed board the score goes to their bucket too, placing them in one if they have
+    -- none in a season that has buckets (its whole board is merged from them: lib.lua, `whole`).
+    local bucketed = s == current or redis.call('EXISTS', prefix .. 'bk:' .. s) == 1
+    local n, in_bucket = bucket_mirror(prefix, cfg, s, player, score,
+      bucketed and bucket_size_of(cfg))
     restored = restored + 1
     if s == current then
       local points = decode(cfg, tonumber(score))

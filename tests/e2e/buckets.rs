@@ -418,3 +418,170 @@ async fn live_views_are_within_the_bucket_and_other_buckets_hear_nothing() {
         (Some("error"), Some("not_found"))
     );
 }
+
+/// The whole board of `board` as an operator reads it: (player, points, rank) rows.
+async fn whole(app: &TestApp, board: &str) -> Vec<(String, i64, i64)> {
+    let r = app
+        .call(
+            Method::GET,
+            &format!("/admin/boards/{board}/top?limit=100"),
+            None,
+            true,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    r.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["player"].as_str().unwrap().to_owned(),
+                e["score"].as_i64().unwrap(),
+                e["rank"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn rows(r: &[(&str, i64)]) -> Vec<(String, i64, i64)> {
+    r.iter()
+        .zip(1..)
+        .map(|(&(p, s), rank)| (p.to_owned(), s, rank))
+        .collect()
+}
+
+/// A submission writes only its player's bucket: the season's own zset is not touched until an
+/// operator reads the whole board, which merges it from the buckets; a later change is merged
+/// at the next read, and moderation (a removal, a ban and its lift) shows in both the bucket
+/// and the whole board.
+#[tokio::test]
+async fn the_whole_board_is_merged_from_the_buckets_when_read() {
+    let app = app().await;
+    app.board("b", bucketed(2)).await;
+    for (p, pts) in [("a", 10), ("b", 40), ("c", 30), ("d", 20), ("e", 50)] {
+        assert_eq!(submit(&app, "b", p, "s", pts).await.status, 200);
+    }
+    assert!(
+        !app.key_exists("lb:{b}:s:all").await,
+        "a submission wrote the whole board"
+    );
+    let all = rows(&[("e", 50), ("b", 40), ("c", 30), ("d", 20), ("a", 10)]);
+    assert_eq!(whole(&app, "b").await, all);
+    assert!(app.key_exists("lb:{b}:s:all").await);
+    // Read again, unchanged; then a change is merged at the next read.
+    assert_eq!(whole(&app, "b").await, all);
+    assert_eq!(submit(&app, "b", "a", "s2", 45).await.body["rank"], 1);
+    let all = rows(&[("a", 55), ("e", 50), ("b", 40), ("c", 30), ("d", 20)]);
+    assert_eq!(whole(&app, "b").await, all);
+
+    // A removal and a ban leave the bucket and the whole board; the lift brings the entry back
+    // to both.
+    let r = app
+        .call(Method::DELETE, "/admin/boards/b/players/c", None, true)
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    let r = app
+        .admin(Method::PUT, "/admin/bans/e", json!({"board": "b"}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(submit(&app, "b", "d", "s2", 1).await.status, 200);
+    let left = rows(&[("a", 55), ("b", 40), ("d", 21)]);
+    assert_eq!(whole(&app, "b").await, left);
+    let (_, zsets) = buckets(&app, "b", "all").await;
+    let members: Vec<&String> = zsets.values().flatten().collect();
+    assert!(!members.iter().any(|m| *m == "c" || *m == "e"), "{zsets:?}");
+    let r = app
+        .call(Method::DELETE, "/admin/bans/e?board=b", None, true)
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    let back = rows(&[("a", 55), ("e", 50), ("b", 40), ("d", 21)]);
+    assert_eq!(whole(&app, "b").await, back);
+    let e = app.get("/v1/boards/b/players/e").await;
+    assert_eq!(
+        (&e.body["score"], &e.body["bucket"]),
+        (&json!(50), &json!(3))
+    );
+    // Unchanged since that read: the same again.
+    assert_eq!(whole(&app, "b").await, back);
+}
+
+/// A board that becomes bucketed places its current season's scorers in buckets at once, in
+/// rank order, so the whole board keeps them; one that stops being bucketed keeps the scores
+/// made while it was (its whole board merged then).
+#[tokio::test]
+async fn gaining_or_losing_bucket_size_keeps_every_score() {
+    let app = app().await;
+    app.board("b", json!({"op": "incr", "submit_limit": null}))
+        .await;
+    for (p, pts) in [("a", 10), ("b", 40), ("c", 30)] {
+        assert_eq!(submit(&app, "b", p, "s", pts).await.status, 200);
+    }
+    app.board("b", bucketed(2)).await;
+    let (of, zsets) = buckets(&app, "b", "all").await;
+    assert_eq!(
+        of,
+        BTreeMap::from([("a".into(), 2), ("b".into(), 1), ("c".into(), 1)])
+    );
+    assert_eq!(zsets[&2], ["a"]);
+    // Scores made while bucketed: a new player and a placed one.
+    assert_eq!(submit(&app, "b", "d", "s", 35).await.status, 200);
+    let d = app.get("/v1/boards/b/players/d").await;
+    assert_eq!((&d.body["bucket"], &d.body["rank"]), (&json!(2), &json!(1)));
+    assert_eq!(submit(&app, "b", "a", "s2", 50).await.body["rank"], 1);
+    let all = rows(&[("a", 60), ("b", 40), ("d", 35), ("c", 30)]);
+    assert_eq!(whole(&app, "b").await, all);
+    assert_eq!(submit(&app, "b", "c", "s2", 20).await.status, 200);
+    app.board("b", json!({"op": "incr", "submit_limit": null}))
+        .await;
+    let all = rows(&[("a", 60), ("c", 50), ("b", 40), ("d", 35)]);
+    assert_eq!(whole(&app, "b").await, all);
+    let top = app.get("/v1/boards/b/top").await;
+    assert_eq!(top.status, 200, "{:?}", top.body);
+    assert_eq!(top.body["total"], 4);
+    assert_eq!(top.body["entries"][1]["player"], "c");
+}
+
+/// The exact range holds on a bucketed board (its `incr` submissions move a score with ZINCRBY
+/// unchecked only while a bound the season's buckets keep says it stays exact): the largest
+/// exact total is accepted and one more is refused with nothing changed, also for a score the
+/// board held before it became bucketed.
+#[tokio::test]
+async fn the_exact_range_holds_on_a_bucketed_board() {
+    let app = app().await;
+    let max = (1i64 << 53) - 1;
+    app.board("b", bucketed(2)).await;
+    assert_eq!(submit(&app, "b", "x", "1", max - 10).await.status, 200);
+    assert_eq!(submit(&app, "b", "x", "2", 10).await.body["score"], max);
+    let before = app.dump().await;
+    let r = submit(&app, "b", "x", "3", 1).await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (400, "score_out_of_range"),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(app.dump().await, before);
+
+    // Scores that come into a bucket other than by a submission: placed when the board became
+    // bucketed (y), or held by a ban then and given back when it is lifted (z).
+    app.board("c", json!({"op": "incr", "submit_limit": null}))
+        .await;
+    assert_eq!(submit(&app, "c", "y", "1", max - 100).await.status, 200);
+    assert_eq!(submit(&app, "c", "z", "1", -max).await.status, 200);
+    let r = app
+        .admin(Method::PUT, "/admin/bans/z", json!({"board": "c"}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    app.board("c", bucketed(2)).await;
+    let r = app
+        .call(Method::DELETE, "/admin/bans/z?board=c", None, true)
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    let before = app.dump().await;
+    for (p, pts) in [("y", 101), ("z", -1)] {
+        let r = submit(&app, "c", p, "2", pts).await;
+        assert_eq!(r.code(), "score_out_of_range", "{p}: {:?}", r.body);
+    }
+    assert_eq!(app.dump().await, before);
+}

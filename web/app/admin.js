@@ -307,13 +307,14 @@ function watch(board) {
   if (!board) return;
   if (boardList.find((b) => b.id === board)?.bucket_size) {
     // The WebSocket's views of a bucketed board are a player's own bucket (none for the
-    // console, a spectator): the whole board's top is read every 2 s instead.
-    $("watching").textContent = `— ${board} (every bucket, read every 2 s)`;
+    // console, a spectator): the whole board's top is read every 10 s instead. Not more often:
+    // a read after scores changed merges every bucket in Redis (docs/protocol.md, "Buckets").
+    $("watching").textContent = `— ${board} (every bucket, read every 10 s)`;
     const read = () =>
       api("GET", `/admin/boards/${board}/top?limit=${TOP_LIMIT}`)
         .then((page) => renderTop(board, page))
         .catch((e) => say($("top-msg"), `top: ${e.code} ${e.message}`, "error"));
-    const timer = setInterval(read, 2000);
+    const timer = setInterval(read, 10_000);
     read();
     offTop = () => clearInterval(timer);
     return;

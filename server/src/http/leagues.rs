@@ -254,14 +254,15 @@ pub async fn me(
         .await
     {
         Ok((page, b)) => (page.season.clone(), Some(b), Some(page)),
-        // No bucket yet this season.
+        // No bucket yet this season: the season from a bucket's head (not the whole board's,
+        // which may be merged from every bucket first).
         Err(e) if e.code == ErrorCode::NotFound => {
             let (page, _) = st
                 .store
                 .read_in(
                     board,
                     None,
-                    Scope::Board,
+                    Scope::Bucket(1),
                     Read::Top {
                         offset: 0,
                         limit: 0,

@@ -653,12 +653,13 @@ impl Store {
     }
 
     pub async fn seasons(&self, board: &Id) -> AppResult<Vec<SeasonInfo>> {
-        // The current season comes from the same rules as every read.
+        // The current season comes from the same rules as every read (a bucket's head: on a
+        // bucketed board the whole board's may be merged from every bucket first).
         let (current, _) = self
             .read_in(
                 board,
                 None,
-                Scope::Board,
+                Scope::Bucket(1),
                 Read::Top {
                     offset: 0,
                     limit: 0,

@@ -9,7 +9,9 @@
 //!    which board goes first, of `--submissions` submissions of random players through the
 //!    submission core (`AppState::submit`, the group commit every front door uses) from
 //!    `--concurrency` tasks. Prints submissions/s of each board, their medians and the ratio
-//!    bucketed / plain (the goal: at least 0.9).
+//!    bucketed / plain (the goal: at least 0.9). Then the time of an operator's read of the
+//!    bucketed board's whole top 100 (merged from its buckets, as the rounds changed them) and of
+//!    the same read again (nothing changed since).
 //! 2. **A league's season end**: a league of 3 tiers (`--bucket`, promote and relegate
 //!    `--moves`), `--players` players placed evenly on the tiers (the placements written as the
 //!    season-end job writes them), each with a score in the season; then the clock passes the
@@ -26,7 +28,7 @@ use scorecast_server::embedded::RedisProcess;
 use scorecast_server::queue::Job;
 use scorecast_server::startup::Application;
 use scorecast_server::state::AppState;
-use scorecast_server::store::{pack_submissions, LeagueConfig, Submission};
+use scorecast_server::store::{pack_submissions, LeagueConfig, Read, Scope, Submission};
 use scorecast_server::{jobs, keys, scripts};
 use scorecast_shared::{BoardConfig, Id, Reset};
 use serde_json::json;
@@ -180,6 +182,32 @@ async fn bench(a: &Args) -> anyhow::Result<()> {
     println!(
         "submissions/s (median): plain {p:.0}, bucketed {b:.0}; bucketed / plain = {:.3} (goal >= 0.9)",
         b / p
+    );
+    // An operator's read of the whole bucketed board: merged from the buckets the rounds changed,
+    // then read again unchanged.
+    let top = Read::Top {
+        offset: 0,
+        limit: 100,
+    };
+    let mut took = [0.0; 2];
+    for t in &mut took {
+        let at = Instant::now();
+        let (page, _) = st
+            .store
+            .read_in(&id("bucketed"), None, Scope::Board, top)
+            .await?;
+        *t = at.elapsed().as_secs_f64() * 1e3;
+        if page.total != a.players {
+            bail!(
+                "the whole board counts {} players, not {}",
+                page.total,
+                a.players
+            );
+        }
+    }
+    println!(
+        "whole bucketed board, top 100: {:.1} ms merged after the rounds, {:.2} ms unchanged",
+        took[0], took[1]
     );
 
     // 2. A league's season end.
