@@ -10,7 +10,8 @@
 // countdown, entrants paged in join order, the rules, the final standings). The run rewrites
 // docs/admin-console.png (desktop), docs/admin-console-phone.png and
 // docs/admin-console-tournament{,-phone}.png; a bucketed board's buckets, paged, and the top of
-// any bucket (docs/admin-console-buckets.png); a league's seasons and the moves between its tiers
+// any bucket (docs/admin-console-buckets.png), and the whole top of a bucketed board read only
+// while the console is in view (Playwright's clock moves the time on); a league's seasons and the moves between its tiers
 // when a season ends (docs/admin-console-leagues.png).
 
 import assert from "node:assert/strict";
@@ -35,8 +36,10 @@ const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 
 /** Opens /admin in a fresh context of `viewport` and signs in. */
-async function signedIn(env, viewport) {
+async function signedIn(env, viewport, { clock = false } = {}) {
   const page = await newPage(env.browser, { viewport });
+  // Playwright's clock: time flows as usual until the test moves it on itself.
+  if (clock) await page.clock.install();
   const res = await page.goto(`${env.stack.base}/admin`);
   assert.equal(res.status(), 200);
   // The module's top-level await (the SDK's wasm) may outlast the load event: sign in once its
@@ -577,6 +580,52 @@ describe("admin console", { timeout: 240_000 }, () => {
         await page.context().close();
       }));
   }
+
+  test("a bucketed board's whole top is read only while the console is in view", () =>
+    withDiagnostics(diag, async () => {
+      const base = env.stack.base;
+      const board = "lg-hidden";
+      await admin(base, "PUT", `/admin/boards/${board}`, { op: "best", bucket_size: 2, submit_limit: null });
+      for (const [i, p] of ["h0", "h1", "h2"].entries()) await addScore(base, board, p, 10 + i);
+      const page = await signedIn(env, DESKTOP, { clock: true });
+      pages.push(page);
+      const isTopRead = (r) => new URL(r.url()).pathname === `/admin/boards/${board}/top`;
+      let reads = 0;
+      page.on("request", (r) => {
+        if (isTopRead(r)) reads += 1;
+      });
+      await page.click(`#boards tr[data-board="${board}"] button[data-action="watch"]`);
+      await page.waitForFunction(() => document.querySelector("#top-rows tr[data-player]")?.dataset.player === "h2");
+      // In view, the next read comes within 10 s.
+      let next = page.waitForRequest(isTopRead);
+      await page.clock.runFor(10_000);
+      await next;
+
+      // Hidden (a background tab): 35 s pass and nothing is read, though a score changed.
+      const setHidden = (hidden) =>
+        page.evaluate((h) => {
+          Object.defineProperty(document, "hidden", { configurable: true, get: () => h });
+          Object.defineProperty(document, "visibilityState", { configurable: true, get: () => (h ? "hidden" : "visible") });
+          document.dispatchEvent(new Event("visibilitychange"));
+        }, hidden);
+      await setHidden(true);
+      await addScore(base, board, "h3", 99);
+      const before = reads;
+      await page.clock.runFor(35_000);
+      // A request the page starts after the timers ran is seen after any they started.
+      const sentinel = page.waitForRequest((r) => r.url().endsWith("/healthz?sentinel"));
+      await page.evaluate(() => fetch("/healthz?sentinel").catch(() => {}));
+      await sentinel;
+      assert.equal(reads, before, "a hidden console read the whole top");
+      assert.equal(await page.$eval("#top-rows tr[data-player]", (tr) => tr.dataset.player), "h2");
+
+      // Shown again: read at once, without waiting for the next 10 s.
+      next = page.waitForRequest(isTopRead);
+      await setHidden(false);
+      await next;
+      await page.waitForFunction(() => document.querySelector("#top-rows tr[data-player]")?.dataset.player === "h3");
+      await page.context().close();
+    }));
 
   for (const [label, viewport] of [
     ["desktop", DESKTOP],

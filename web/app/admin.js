@@ -309,14 +309,21 @@ function watch(board) {
     // The WebSocket's views of a bucketed board are a player's own bucket (none for the
     // console, a spectator): the whole board's top is read every 10 s instead. Not more often:
     // a read after scores changed merges every bucket in Redis (docs/protocol.md, "Buckets").
+    // A console left in a background tab reads nothing, and reads at once when shown again.
     $("watching").textContent = `— ${board} (every bucket, read every 10 s)`;
-    const read = () =>
+    const read = () => {
+      if (document.hidden) return;
       api("GET", `/admin/boards/${board}/top?limit=${TOP_LIMIT}`)
         .then((page) => renderTop(board, page))
         .catch((e) => say($("top-msg"), `top: ${e.code} ${e.message}`, "error"));
+    };
     const timer = setInterval(read, 10_000);
+    document.addEventListener("visibilitychange", read);
     read();
-    offTop = () => clearInterval(timer);
+    offTop = () => {
+      clearInterval(timer);
+      document.removeEventListener("visibilitychange", read);
+    };
     return;
   }
   offTop = sc.subscribe(board, "top", { limit: TOP_LIMIT }, (m) => renderTop(board, m));
