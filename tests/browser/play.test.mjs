@@ -41,8 +41,18 @@ function recordFrames(page) {
   return frames;
 }
 
+/**
+ * Waits until the page's module has run to its end, sign-in form handler included: its top-level
+ * await (the SDK's wasm and first connection) may outlast the load event, and a click before
+ * that submits the form as a plain GET, which reloads the page without its `?board=`.
+ */
+async function pageReady(page) {
+  await page.waitForFunction(() => window.__scorecast, null, { timeout: 15_000 });
+}
+
 /** Signs in as guest-<name> through the form; waits until the page knows the board's mode. */
 async function signIn(page, name, mode = "verified") {
+  await pageReady(page);
   await page.fill("#guest-name", name);
   await page.click("#guest-login");
   await page.waitForFunction(
@@ -337,6 +347,7 @@ describe("2048 page", { timeout: 180_000 }, () => {
       });
       const page = await newPage(env.browser);
       await page.goto(`${env.stack.base}/play?board=cup-over`);
+      await pageReady(page);
       await page.fill("#guest-name", "ola");
       await page.click("#guest-login");
       await page.waitForFunction(
@@ -358,6 +369,7 @@ describe("2048 page", { timeout: 180_000 }, () => {
       });
       const page = await newPage(env.browser, { viewport: { width: 375, height: 667 } });
       await page.goto(`${env.stack.base}/play?board=cup-phone`);
+      await pageReady(page);
       await page.fill("#guest-name", "pia");
       await page.click("#guest-login");
       // Nothing scrolls the page: the refusal must be where the player looks.
@@ -542,6 +554,7 @@ describe("2048 page", { timeout: 180_000 }, () => {
       page = await newPage(env.browser);
       await page.goto(`${base}/play?board=${board}&seed=5`);
       await waitConnState(page, "open");
+      await pageReady(page);
       await page.fill("#guest-name", "cid");
       await page.click("#guest-login");
       await page.waitForFunction((p) => window.__scorecast.sc.player === p && window.__scorecast.mode === "plain", player, {
@@ -570,6 +583,7 @@ describe("2048 page", { timeout: 180_000 }, () => {
       await p.goto(`${base}/play?board=weekend&seed=11`);
       await waitConnState(p, "open");
       assert.equal(await p.textContent("#board-name"), "weekend");
+      await pageReady(p);
       await p.fill("#guest-name", "bea");
       await p.click("#guest-login");
       await p.waitForFunction(() => window.__scorecast.sc.player === "guest-bea" && window.__scorecast.mode === "plain", null, {
