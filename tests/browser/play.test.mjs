@@ -43,8 +43,9 @@ function recordFrames(page) {
 
 /**
  * Waits until the page's module has run to its end, sign-in form handler included: its top-level
- * await (the SDK's wasm and first connection) may outlast the load event, and a click before
- * that submits the form as a plain GET, which reloads the page without its `?board=`.
+ * await (the SDK's wasm and first connection) may outlast the load event. "Play as guest" stays
+ * disabled until then (a click before the handler would submit the form as a plain GET, which
+ * reloads the page without its `?board=`): the test that says so checks it.
  */
 async function pageReady(page) {
   await page.waitForFunction(() => window.__scorecast, null, { timeout: 15_000 });
@@ -572,6 +573,36 @@ describe("2048 page", { timeout: 180_000 }, () => {
         `+${gained} accepted`,
         { timeout: 10_000 },
       );
+      await page.context().close();
+    }));
+
+  test("Play as guest is disabled until the page is ready, so an early sign-in cannot reload it without its board", () =>
+    withDiagnostics(diag, async () => {
+      const base = env.stack.base;
+      await putBoard(base, "early", {});
+      const page = await newPage(env.browser);
+      // The SDK's wasm is held back: the page's module waits for it before attaching its handlers.
+      let release;
+      const held = new Promise((r) => (release = r));
+      await page.route("**/*.wasm", async (route) => {
+        await held;
+        await route.continue();
+      });
+      await page.goto(`${base}/play?board=early`);
+      assert.equal(await page.isDisabled("#guest-login"), true);
+      // Enter submits a form through its default button: disabled, nothing is submitted.
+      await page.fill("#guest-name", "eve");
+      await page.press("#guest-name", "Enter");
+      release();
+      await page.waitForSelector("#guest-login:not([disabled])");
+      // The same page (a reload would have emptied the field and lost ?board=).
+      assert.equal(await page.inputValue("#guest-name"), "eve");
+      assert.equal(new URL(page.url()).search, "?board=early");
+      await page.click("#guest-login");
+      await page.waitForFunction(() => window.__scorecast.sc.player === "guest-eve" && window.__scorecast.mode === "plain", null, {
+        timeout: 10_000,
+      });
+      assert.equal(await page.textContent("#board-name"), "early");
       await page.context().close();
     }));
 

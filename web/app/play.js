@@ -162,6 +162,9 @@ $("login-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   guestLogin($("guest-name").value.trim());
 });
+// Disabled in the page until now: a sign-in before this handler was attached (the module waits
+// for the SDK first) would submit the form as a plain GET and reload /play without its board.
+$("guest-login").disabled = false;
 // The last moves of a run are checkpointed before the page goes away (a closed tab keeps them).
 document.addEventListener("visibilitychange", () => document.visibilityState === "hidden" && checkpoint());
 window.addEventListener("pagehide", () => checkpoint());
