@@ -60,8 +60,8 @@ impl Args {
             players: 100_000,
             submissions: 200_000,
             concurrency: 256,
-            // Single rounds on a 2-core VM spread by a factor of two: 3 rounds' median of the
-            // ratio moves by about 0.05, 7 rounds' is what BENCHMARKS.md claims.
+            // Single runs on a 2-core VM spread by a factor of two: a median of three moves the
+            // ratio by about 0.05; BENCHMARKS.md's figures are medians of seven.
             rounds: 7,
             bucket: 30,
             moves: 3,
