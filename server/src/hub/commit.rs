@@ -1,14 +1,14 @@
 //! A batch this instance committed: the `me` updates of its submitters are queued before the
-//! batch's acks are handed out, so that each session writes its ack and its new rank together —
-//! one write and one wake-up of the client instead of two. At 1 000 players watching `me`, the
-//! submitters' own updates were about half of every message the server sent.
+//! batch's acks are handed out, so that each connection's writer takes its ack and its new rank
+//! together — one write and one wake-up of the client instead of two. At 1 000 players watching
+//! `me`, the submitters' own updates were about half of every message the server sent.
 //!
 //! The update is worked out from the batch's event alone ([`movers_after`]): a mover's last move
 //! gives its score and rank, and the later moves of the event shift that rank. That is exact on
 //! an ordinal board, so it is done only there, and only where it is allowed:
-//! - the view's last update was offered at least one window (`coalesce_ms`) ago and its session
-//!   has written it: still at most one message per view per window, and a session that is
-//!   behind is left to the flush (`worker.rs`);
+//! - the view's last update was offered at least one window (`coalesce_ms`) ago and its
+//!   connection's writer has taken it: still at most one message per view per window, and a
+//!   session that is behind is left to the flush (`worker.rs`);
 //! - the update is newer than the view's last message (`seq`), and nothing waits for a full
 //!   recompute or a resync.
 //!
@@ -127,7 +127,10 @@ impl Inner {
             return None;
         }
         Some(Box::new(move || {
-            for outbox in woken {
+            // A session whose answer is on its way wakes its writer when it queues the answer,
+            // which then takes the update with it: waking the writer now would send the update
+            // alone, a write before the ack's.
+            for outbox in woken.iter().filter(|o| !o.awaits_ack()) {
                 outbox.wake();
             }
         }))

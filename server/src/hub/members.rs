@@ -186,8 +186,11 @@ impl Inner {
 }
 
 impl Drop for Member {
-    /// Removes the session and its views: O(its views), whatever else the hub holds.
+    /// Removes the session and its views: O(its views), whatever else the hub holds. The
+    /// connection's output ends with it: after the close frame the session asked for, or at once
+    /// (a session that ended without one, or did not end normally).
     fn drop(&mut self) {
+        self.outbox.end();
         let inner = &self.hub.inner;
         let mut st = inner.lock();
         if let Some(entry) = st.sessions.remove(&self.id) {

@@ -13,7 +13,8 @@
 //! |----------------|--------------------------------------------------------------------------|
 //! | `mod.rs`       | the handle, the registry, start and graceful shutdown                    |
 //! | `members.rs`   | admission per client address, sessions and players; a session's drop     |
-//! | `outbox.rs`    | a session's bounded outbound queue (the hub offers, the session writes)  |
+//! | `outbox.rs`    | a session's bounded outbound queue (the hub offers, the writer takes)    |
+//! | `writer.rs`    | the connection's writer: takes the outbox's messages, actix sends them   |
 //! | `subscribe.rs` | a new view: register, wait for its channel, read and queue the snapshot  |
 //! | `feed.rs`      | what the hub wants from the broker, and where the broker's feed goes     |
 //! | `events.rs`    | what a board's change event makes dirty                                  |
@@ -49,6 +50,7 @@ mod render;
 mod subscribe;
 mod treap;
 mod worker;
+mod writer;
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
@@ -69,6 +71,7 @@ use scorecast_shared::protocol::ViewKind;
 pub use board::ViewCounts;
 pub use members::{AddrSlot, Member};
 pub use outbox::{Outbox, ViewKey};
+pub use writer::Writer;
 
 pub type SessionId = u64;
 

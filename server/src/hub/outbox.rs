@@ -1,8 +1,10 @@
 //! A session's bounded outbound queue (`docs/protocol.md`, "Slow clients": a slow reader
-//! never slows the others).
+//! never slows the others), and what the connection's writer pulls from.
 //!
-//! The hub and the session's own handlers put messages here without ever awaiting a socket; the
-//! session's select loop takes them out only when the socket can accept one. Two kinds of entry:
+//! The hub and the session's handlers put messages here without ever awaiting a socket. The
+//! connection's writer (`writer.rs`, the body actix writes to the socket) takes everything
+//! queued in one pass, whenever the socket has room: a message put here wakes the writer, not
+//! the session, so a push crosses no task but the one that writes it. Two kinds of entry:
 //!
 //! - *direct* messages (welcome, ack, rejected, error, pong, notify) are answers that must not be
 //!   lost: a FIFO;
@@ -15,14 +17,19 @@
 //! with 1008. View slots are always accepted (they are bounded by the views a session may hold),
 //! so a full queue still ends up holding the latest state of every view.
 //!
+//! The session is woken only for what it must act on: the queue becoming full or not full,
+//! messages starting to wait for a writer that does not take them (a stalled socket), and the
+//! writer being gone (the connection ended).
+//!
 //! The lock is a std `Mutex`: it is held for a few pointer moves and never across an `.await`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Waker;
 use std::time::Instant;
 
-use actix_ws::Message;
+use actix_ws::{CloseReason, Message};
 use bytestring::ByteString;
 use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::Id;
@@ -38,6 +45,19 @@ pub struct Outbox {
     capacity: usize,
     /// The session's submissions awaiting their answer ([`Outbox::submitting`]).
     submitting: AtomicU32,
+}
+
+/// What the writer gets from one [`Outbox::take`].
+#[derive(Debug, PartialEq)]
+pub enum Take {
+    /// Messages were moved into the batch: write them, then take again.
+    Batch,
+    /// Nothing is queued: the writer is woken when something is.
+    Wait,
+    /// The batch ends with the close frame: write it, and nothing after.
+    Last,
+    /// The close frame was taken already: the writer is done.
+    Done,
 }
 
 /// A submission of the session awaiting its answer; dropped once it has it (or was dropped).
@@ -64,6 +84,17 @@ struct Inner {
     turn: u64,
     /// Since when the queue has held `capacity` messages or more.
     full_since: Option<Instant>,
+    /// The writer's waker while it waits for messages; taken when it is woken, so a writer
+    /// that was woken and has not taken its messages yet (busy, or its socket is full) has none.
+    writer: Option<Waker>,
+    /// Since when messages have waited while the writer took nothing.
+    waiting_since: Option<Instant>,
+    /// The close frame the writer sends after the direct messages (views are dropped).
+    close: Option<Option<CloseReason>>,
+    /// The writer took the close frame.
+    closed: bool,
+    /// The writer is gone: the connection ended.
+    gone: bool,
 }
 
 struct ViewSlot {
@@ -100,13 +131,35 @@ impl Inner {
         slot.text.take()
     }
 
-    fn update_full(&mut self, capacity: usize) {
-        if self.len() >= capacity {
-            self.full_since.get_or_insert_with(Instant::now);
-        } else {
-            self.full_since = None;
+    /// Tracks whether the queue is full; returns whether that changed (the session acts on it).
+    fn update_full(&mut self, capacity: usize) -> bool {
+        let full = self.len() >= capacity;
+        if full == self.full_since.is_some() {
+            return false;
         }
+        self.full_since = full.then(Instant::now);
+        true
     }
+
+    /// After something was queued: the writer to wake, or whether the session must be told
+    /// that messages started to wait for a writer that was woken already and has taken nothing.
+    fn queued(&mut self) -> Wake {
+        if let Some(w) = self.writer.take() {
+            return Wake::Writer(w);
+        }
+        if self.waiting_since.is_none() && (self.len() > 0 || self.ping) && !self.gone {
+            self.waiting_since = Some(Instant::now());
+            return Wake::Session;
+        }
+        Wake::Nobody
+    }
+}
+
+/// Who to wake once the lock is released.
+enum Wake {
+    Writer(Waker),
+    Session,
+    Nobody,
 }
 
 impl Outbox {
@@ -137,14 +190,31 @@ impl Outbox {
         crate::sync::lock(&self.inner)
     }
 
+    /// Ends a change made under the lock: wakes whoever it concerns, after the lock is released.
+    fn changed(&self, mut g: std::sync::MutexGuard<'_, Inner>, wake_writer: bool) {
+        let full_changed = g.update_full(self.capacity);
+        let wake = if wake_writer {
+            g.queued()
+        } else {
+            Wake::Nobody
+        };
+        drop(g);
+        match wake {
+            Wake::Writer(w) => w.wake(),
+            Wake::Session => self.notify.notify_one(),
+            Wake::Nobody => {}
+        }
+        if full_changed {
+            self.notify.notify_one();
+        }
+    }
+
     /// Queues an answer the session itself produced (it stops reading while the queue is full,
     /// so these are bounded by `capacity` plus the submissions in flight).
     pub fn push(&self, msg: Message) {
         let mut g = self.lock();
         g.direct.push_back(msg);
-        g.update_full(self.capacity);
-        drop(g);
-        self.notify.notify_one();
+        self.changed(g, true);
     }
 
     /// Queues a message from outside the session (e.g. `notify`); refused while full.
@@ -154,21 +224,29 @@ impl Outbox {
             return false;
         }
         g.direct.push_back(msg);
-        g.update_full(self.capacity);
-        drop(g);
-        self.notify.notify_one();
+        self.changed(g, true);
         true
     }
 
     /// Puts the latest state of a view in its slot, replacing an unsent stale one.
     pub fn offer_view(&self, board: &Id, kind: ViewKind, text: ByteString) {
-        self.put_view(board, kind, text);
-        self.notify.notify_one();
+        let g = self.put(board, kind, text);
+        self.changed(g, true);
     }
 
-    /// [`Outbox::offer_view`] without waking the session: the caller calls [`Outbox::wake`]
+    /// [`Outbox::offer_view`] without waking the writer: the caller calls [`Outbox::wake`]
     /// later (a batch's `me` updates are queued before its acks, woken after them).
     pub fn put_view(&self, board: &Id, kind: ViewKind, text: ByteString) {
+        let g = self.put(board, kind, text);
+        self.changed(g, false);
+    }
+
+    fn put(
+        &self,
+        board: &Id,
+        kind: ViewKind,
+        text: ByteString,
+    ) -> std::sync::MutexGuard<'_, Inner> {
         let mut guard = self.lock();
         let g = &mut *guard;
         let turn = g.turn;
@@ -193,15 +271,16 @@ impl Outbox {
                 g.pending += 1;
             }
         }
-        g.update_full(self.capacity);
+        guard
     }
 
-    /// Wakes the session to write what was put in its queue.
+    /// Wakes the writer for what was put in the queue.
     pub fn wake(&self) {
-        self.notify.notify_one();
+        let g = self.lock();
+        self.changed(g, true);
     }
 
-    /// Since when the view's unsent update has waited (`None`: the session wrote the last one).
+    /// Since when the view's unsent update has waited (`None`: the writer took the last one).
     pub fn view_pending_since(&self, board: &Id, kind: ViewKind) -> Option<Instant> {
         self.lock()
             .slot(board, kind)
@@ -217,7 +296,7 @@ impl Outbox {
                 g.pending -= 1;
             }
         }
-        g.update_full(self.capacity);
+        self.changed(g, false);
     }
 
     /// Gives back the queues' memory once they are empty (after a burst, a queue keeps the
@@ -234,23 +313,91 @@ impl Outbox {
         }
     }
 
+    /// A WebSocket ping is due: sent before anything else, never counted.
     pub fn ping(&self) {
-        self.lock().ping = true;
+        let mut g = self.lock();
+        g.ping = true;
+        self.changed(g, true);
+    }
+
+    /// Ends the connection's output: the writer sends the direct messages still queued, then
+    /// the close frame, and nothing more (pending view updates are dropped).
+    pub fn close(&self, reason: Option<CloseReason>) {
+        let mut g = self.lock();
+        g.close.get_or_insert(reason);
+        let writer = g.writer.take();
+        drop(g);
+        if let Some(w) = writer {
+            w.wake();
+        }
+    }
+
+    /// Ends the connection's output after the close frame asked for, if any, or at once: the
+    /// writer ends, and actix ends the connection.
+    pub fn end(&self) {
+        let mut g = self.lock();
+        if g.close.is_some() {
+            return;
+        }
+        g.closed = true;
+        let writer = g.writer.take();
+        drop(g);
+        if let Some(w) = writer {
+            w.wake();
+        }
+    }
+
+    /// For the writer: moves everything queued into `batch` (a due ping, then answers, then
+    /// view updates oldest first; once closing, the answers and the close frame), or keeps
+    /// `waker` to be woken when something is queued.
+    pub fn take(&self, batch: &mut Vec<Message>, waker: &Waker) -> Take {
+        let mut g = self.lock();
+        if g.closed {
+            return Take::Done;
+        }
+        if std::mem::take(&mut g.ping) && g.close.is_none() {
+            batch.push(Message::Ping(Default::default()));
+        }
+        batch.extend(g.direct.drain(..));
+        let last = if let Some(reason) = g.close.take() {
+            batch.push(Message::Close(reason));
+            g.closed = true;
+            g.slots.clear();
+            g.pending = 0;
+            true
+        } else {
+            while let Some(text) = g.pop_view() {
+                batch.push(Message::Text(text));
+            }
+            false
+        };
+        g.waiting_since = None;
+        let step = if last {
+            Take::Last
+        } else if batch.is_empty() {
+            if !g.writer.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                g.writer = Some(waker.clone());
+            }
+            Take::Wait
+        } else {
+            Take::Batch
+        };
+        self.changed(g, false);
+        step
+    }
+
+    /// The writer is gone (the connection ended): nothing queued will be written.
+    pub fn writer_gone(&self) {
+        let mut g = self.lock();
+        g.gone = true;
+        g.writer = None;
+        drop(g);
         self.notify.notify_one();
     }
 
-    /// The next message to write: a due ping, then answers, then view updates.
-    pub fn pop(&self) -> Option<Message> {
-        let mut g = self.lock();
-        let msg = if std::mem::take(&mut g.ping) {
-            Some(Message::Ping(Default::default()))
-        } else if let Some(m) = g.direct.pop_front() {
-            Some(m)
-        } else {
-            g.pop_view().map(Message::Text)
-        };
-        g.update_full(self.capacity);
-        msg
+    /// Whether the connection ended (its writer is gone).
+    pub fn is_gone(&self) -> bool {
+        self.lock().gone
     }
 
     pub fn is_empty(&self) -> bool {
@@ -267,8 +414,15 @@ impl Outbox {
         self.lock().full_since
     }
 
-    /// Resolves once something was queued since the last call (a permit is kept if nobody
-    /// was waiting, so a wake-up is never lost).
+    /// Since when queued messages have waited with the writer taking nothing (its socket was
+    /// full, or its connection was busy).
+    pub fn waiting_since(&self) -> Option<Instant> {
+        self.lock().waiting_since
+    }
+
+    /// Resolves once the session has something to look at (the queue became full or not full,
+    /// messages started to wait, the writer is gone) since the last call; a permit is kept if
+    /// nobody was waiting, so a wake-up is never lost.
     pub async fn notified(&self) {
         self.notify.notified().await
     }
@@ -283,11 +437,19 @@ mod tests {
         (Id::parse(b).unwrap(), k)
     }
 
-    fn text(m: Option<Message>) -> String {
-        match m {
-            Some(Message::Text(t)) => t.to_string(),
-            other => panic!("{other:?}"),
-        }
+    /// What the writer takes in one pass, as text (`ping`, `close`).
+    fn take(o: &Outbox) -> Vec<String> {
+        let mut batch = Vec::new();
+        o.take(&mut batch, Waker::noop());
+        batch
+            .into_iter()
+            .map(|m| match m {
+                Message::Text(t) => t.to_string(),
+                Message::Ping(_) => "ping".into(),
+                Message::Close(_) => "close".into(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
     }
 
     #[test]
@@ -297,9 +459,13 @@ mod tests {
         o.offer_view(&top.0, top.1, "1".into());
         o.offer_view(&top.0, top.1, "2".into());
         o.push(Message::Text("ack".into()));
-        assert_eq!(text(o.pop()), "ack", "answers go first");
-        assert_eq!(text(o.pop()), "2", "only the latest view state is sent");
-        assert!(o.pop().is_none());
+        o.ping();
+        assert_eq!(
+            take(&o),
+            ["ping", "ack", "2"],
+            "a ping, then answers, then only the latest view state"
+        );
+        assert!(take(&o).is_empty());
     }
 
     #[test]
@@ -312,10 +478,9 @@ mod tests {
         assert!(!o.offer(Message::Text("n".into())));
         // Views are still accepted: the queue keeps the latest state of every view.
         o.offer_view(&key("b", ViewKind::Top).0, ViewKind::Top, "t".into());
-        o.pop();
-        o.pop();
+        assert_eq!(take(&o), ["a", "m", "t"]);
         assert!(o.full_since().is_none());
-        assert_eq!(text(o.pop()), "t");
+        assert!(o.offer(Message::Text("n".into())));
     }
 
     #[test]
@@ -324,12 +489,10 @@ mod tests {
         o.push(Message::Text("a".into()));
         o.offer_view(&key("b", ViewKind::Top).0, ViewKind::Top, "t".into());
         o.trim();
-        assert_eq!(text(o.pop()), "a", "a queued answer survives a trim");
-        o.trim();
-        assert_eq!(crate::sync::lock(&o.inner).direct.capacity(), 0);
-        assert_eq!(text(o.pop()), "t", "a pending view survives a trim");
+        assert_eq!(take(&o), ["a", "t"], "queued messages survive a trim");
         o.trim();
         let g = crate::sync::lock(&o.inner);
+        assert_eq!(g.direct.capacity(), 0);
         assert_eq!(g.slots.capacity(), 0);
     }
 
@@ -340,7 +503,7 @@ mod tests {
         o.offer_view(&k.0, k.1, "x".into());
         o.drop_view(&k);
         assert!(o.is_empty());
-        assert!(o.pop().is_none());
+        assert!(take(&o).is_empty());
     }
 
     /// Pending views go out oldest first, a replaced one keeps its turn, and a sent slot
@@ -352,11 +515,11 @@ mod tests {
         o.offer_view(&a.0, a.1, "a1".into());
         o.offer_view(&b.0, b.1, "b1".into());
         o.offer_view(&a.0, a.1, "a2".into());
-        assert_eq!(text(o.pop()), "a2");
+        assert_eq!(take(&o), ["a2", "b1"]);
+        o.offer_view(&b.0, b.1, "b2".into());
         o.offer_view(&a.0, a.1, "a3".into());
-        assert_eq!(text(o.pop()), "b1");
-        assert_eq!(text(o.pop()), "a3");
-        assert!(o.pop().is_none() && o.is_empty());
+        assert_eq!(take(&o), ["b2", "a3"]);
+        assert!(o.is_empty());
     }
 
     /// A view's unsent update tells since when it has waited: since the slot became pending (a
@@ -381,9 +544,85 @@ mod tests {
             None,
             "another view of the board"
         );
-        assert_eq!(text(o.pop()), "2");
+        assert_eq!(take(&o), ["2"]);
         assert_eq!(o.view_pending_since(&me.0, me.1), None, "written");
         o.offer_view(&me.0, me.1, "3".into());
         assert!(o.view_pending_since(&me.0, me.1).expect("pending again") >= since);
+    }
+
+    /// A message wakes the waiting writer; one queued while the writer has taken nothing since
+    /// it was woken starts the wait the slow-client check looks at, until the writer takes.
+    #[test]
+    fn messages_wake_the_writer_and_a_writer_that_takes_nothing_is_noticed() {
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let count = Arc::new(Count(Default::default()));
+        let waker = Waker::from(count.clone());
+        let woken = || count.0.load(Ordering::Relaxed);
+        let o = Outbox::new(8);
+        let mut batch = Vec::new();
+        assert_eq!(o.take(&mut batch, &waker), Take::Wait);
+        o.push(Message::Text("a".into()));
+        assert_eq!(woken(), 1, "the waiting writer is woken");
+        assert_eq!(
+            o.waiting_since(),
+            None,
+            "the writer was waiting: nothing waits on it"
+        );
+        o.push(Message::Text("b".into()));
+        assert_eq!(woken(), 1, "a woken writer is not woken again");
+        assert!(
+            o.waiting_since().is_some(),
+            "b waits on a writer that took nothing yet"
+        );
+        assert_eq!(o.take(&mut batch, &waker), Take::Batch);
+        assert_eq!(batch.len(), 2);
+        assert_eq!(o.waiting_since(), None, "the writer took");
+        batch.clear();
+        assert_eq!(o.take(&mut batch, &waker), Take::Wait);
+        o.writer_gone();
+        o.push(Message::Text("c".into()));
+        assert!(o.is_gone());
+        assert_eq!(
+            o.waiting_since(),
+            None,
+            "nothing waits on a writer that is gone"
+        );
+    }
+
+    /// Closing sends the answers still queued, then the close frame, and nothing after: view
+    /// updates and a due ping are dropped.
+    #[test]
+    fn the_close_frame_follows_the_answers_and_ends_the_output() {
+        let o = Outbox::new(8);
+        o.offer_view(&key("b", ViewKind::Top).0, ViewKind::Top, "t".into());
+        o.push(Message::Text("error".into()));
+        o.ping();
+        o.close(None);
+        let mut batch = Vec::new();
+        assert_eq!(o.take(&mut batch, Waker::noop()), Take::Last);
+        assert!(matches!(&batch[..], [Message::Text(e), Message::Close(None)] if e == "error"));
+        assert_eq!(o.take(&mut Vec::new(), Waker::noop()), Take::Done);
+        let closing = Outbox::new(8);
+        closing.close(None);
+        closing.end();
+        let mut batch = Vec::new();
+        assert_eq!(
+            closing.take(&mut batch, Waker::noop()),
+            Take::Last,
+            "an end keeps the close frame asked for before it"
+        );
+        let gone = Outbox::new(8);
+        gone.push(Message::Text("unsent".into()));
+        gone.end();
+        assert_eq!(
+            gone.take(&mut Vec::new(), Waker::noop()),
+            Take::Done,
+            "nothing is written after the end"
+        );
     }
 }

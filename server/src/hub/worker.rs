@@ -42,7 +42,7 @@ const MAX_STRETCH: u32 = 20;
 /// Why a board's players' window was stretched (`scorecast_views_stretches_total{cause}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stretch {
-    /// Most of its `me` watchers' sessions had not written their update of two windows before.
+    /// Most of its `me` watchers' writers had not taken their update of two windows before.
     SessionsBehind,
     /// The flush's own work (planning, deriving, rendering, offering; not its Redis reads) took
     /// more than a quarter of the window: the views would crowd out the submissions.
@@ -65,7 +65,7 @@ impl Stretch {
 /// The players' (`me`, `around`) window before a board's next flush of them: `coalesce_ms` while
 /// its sessions keep up and its flushes stay within budget; doubled (up to [`MAX_STRETCH`]
 /// windows) after a flush that found most of its `me` watchers behind (their update of two
-/// windows before was still unwritten, so it was deferred) or that spent more than a quarter of
+/// windows before was still in the outbox, so it was deferred) or that spent more than a quarter of
 /// the window on its own work (`busy`); halved back once they keep up and the work would fit a
 /// quarter of the halved window. A board whose views cannot keep up is flushed less often
 /// instead: that CPU goes to the submissions. Never below `coalesce_ms`. `top` views are not
@@ -350,10 +350,10 @@ impl Inner {
                     let since = sub.outbox.view_pending_since(board, key.1);
                     if !plan.resync && since.is_some_and(|t| now.duration_since(t) >= behind_after)
                     {
-                        // The session has not written this view's update of two windows ago:
+                        // The writer has not taken this view's update of two windows ago:
                         // a newer one would only replace it, rendered for nothing (at 10 000
                         // watchers most of them were). It is rendered at a next flush instead,
-                        // from the standing then, once the session caught up.
+                        // from the standing then, once the writer caught up.
                         sub.force = true;
                         forced.insert(key);
                         flushed.deferred += 1;

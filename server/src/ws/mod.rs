@@ -1,9 +1,11 @@
 //! WebSocket protocol v1 at `GET /ws` (the wire format: `docs/protocol.md`).
 //!
 //! The route only checks the upgrade (Origin allow-list, connections per client address), does
-//! the handshake, bounds the socket's kernel buffer (`conn`) and spawns the session; `session` is the per-connection select loop. The
-//! per-instance owner of subscriptions and of the Redis pub/sub feed is [`crate::hub`], whose
-//! bounded per-session outbox sits between the two.
+//! the handshake, bounds the socket's kernel buffer (`conn`) and spawns the session; `session` is
+//! the per-connection select loop over the client's frames. The per-instance owner of
+//! subscriptions and of the live feed is [`crate::hub`]: its per-session outbox takes the
+//! session's answers and the hub's pushes, and its writer (the upgrade response's body) sends
+//! them.
 
 pub mod conn;
 pub mod session;
@@ -98,7 +100,16 @@ async fn upgrade(
         tracing::info!(client = %shown, "WebSocket refused: connections per address at the cap");
     })?;
     tracing::debug!(session = member.id(), client = %shown, "WebSocket connected");
-    let (res, socket, frames) = actix_ws::handle(&req, body)?;
+    let (res, _, frames) = actix_ws::handle(&req, body)?;
+    // The response's body is the connection's writer, which pulls from the session's outbox;
+    // actix-ws's own body (and its `Session` handle) is not used.
+    let (res, actix_ws_body) = res.into_parts();
+    let res = res
+        .set_body(crate::hub::Writer::new(
+            member.outbox().clone(),
+            actix_ws_body,
+        ))
+        .map_into_boxed_body();
     // The address slot lives as long as the TCP connection, not only the session: a client
     // closed for being slow counts against the cap until its socket is really gone.
     let conn = match req.conn_data::<conn::Conn>() {
@@ -117,7 +128,7 @@ async fn upgrade(
         .max_frame_size(max)
         .aggregate_continuations()
         .max_continuation_size(max);
-    actix_web::rt::spawn(session::run(st.into_inner(), member, conn, socket, frames));
+    actix_web::rt::spawn(session::run(st.into_inner(), member, conn, frames));
     Ok(res)
 }
 

@@ -1,28 +1,26 @@
-//! One WebSocket session: a single `tokio::select!` loop over the client's frames, the
-//! session's outbound queue (fed by its own answers and by the hub), the heartbeat tick, the
-//! slow-client check, the answers of work in flight and the shutdown signal — and one exit path
-//! that closes the socket with a reason. What the messages mean is `protocol.rs`; when a client
-//! is too slow, `slow.rs`.
+//! One WebSocket session: a single `tokio::select!` loop over the client's frames, the heartbeat
+//! tick, the slow-client check, the answers of work in flight, the outbox's signals and the
+//! shutdown signal — and one exit path that closes the connection with a reason. What the
+//! messages mean is `protocol.rs`; when a client is too slow, `slow.rs`.
 //!
-//! Nothing in the loop awaits the socket: a message is written only when the socket has room
-//! (`poll_ready`), so a client that does not read stalls nobody, not even its own session's
-//! bookkeeping, and its queue filling up is what gets it closed with 1008.
+//! The session never writes to the socket: its answers, like the hub's pushes, go to its outbox,
+//! which the connection's writer empties (`hub/writer.rs`). So a client that does not read stalls
+//! nobody, not even its own session's bookkeeping, and its queue filling up, or its messages
+//! waiting with nothing taken, is what gets it closed with 1008.
 
 mod flood;
 mod protocol;
 mod slow;
 
-use std::future::{poll_fn, Future};
-use std::pin::Pin;
+use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use actix_ws::{
     AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReason, Message, ProtocolError,
 };
 use futures_util::stream::FuturesUnordered;
-use futures_util::{Sink, SinkExt, StreamExt};
+use futures_util::StreamExt;
 use scorecast_shared::ErrorCode;
 use tokio::time::Instant;
 
@@ -61,15 +59,8 @@ fn is_proof(frame: &str) -> bool {
         && serde_json::from_str::<Tag>(frame).is_ok_and(|t| t.ty.as_deref() == Some("proof"))
 }
 
-/// On shutdown, how long in-flight submissions and their answers may take before the close.
+/// On shutdown, how long in-flight submissions may take to be answered before the close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// How long the final close frame may wait for room on the socket; past that the session lets
-/// go (a client that takes nothing is ended by the kernel: `ws/conn.rs`).
-const CLOSE_WAIT: Duration = Duration::from_secs(10);
-/// A client closed for not reading: how long its close frame may wait (best effort: it is not
-/// reading). The kernel ends its connection once it has taken nothing for `slow_client_ms`
-/// (`ws/conn.rs`), which frees its buffers.
-const UNREAD_CLOSE_WAIT: Duration = Duration::from_millis(100);
 
 /// How a session ends.
 enum Exit {
@@ -79,8 +70,9 @@ enum Exit {
     Close(Option<CloseReason>),
     /// The client closed: echo its close frame and end.
     Echo(Option<CloseReason>),
-    /// A client that does not read: queue a close frame (best effort) and end; the kernel ends
-    /// the TCP connection (`ws/conn.rs`).
+    /// A client that does not read: queue a close frame (best effort: it is not reading) and
+    /// end; the kernel ends the TCP connection once it has taken nothing for `slow_client_ms`
+    /// (`ws/conn.rs`), which frees its buffers.
     Unread(CloseReason),
 }
 
@@ -90,10 +82,9 @@ enum Gone {
     /// The connection ended without a close frame: a TCP reset or shutdown, a read or a write
     /// that failed (actix reports a reset and a shutdown alike).
     Abrupt,
-    /// The connection was found gone while messages waited, or had lately waited, for a socket
-    /// that would not take them ([`SlowClient::was_stalled`]): a stalled reader the kernel
-    /// dropped (`TCP_USER_TIMEOUT`, `ws/conn.rs`) before the session's own slow-client check
-    /// closed it.
+    /// The connection was found gone while messages waited for a writer that took nothing
+    /// ([`SlowClient::was_stalled`]): a stalled reader the kernel dropped (`TCP_USER_TIMEOUT`,
+    /// `ws/conn.rs`) before the session's own slow-client check closed it.
     Stalled,
 }
 
@@ -132,7 +123,7 @@ fn close(code: CloseCode, why: &str) -> Exit {
 /// server shuts down.
 ///
 /// Every open WebSocket holds this future for its whole life, so it is kept small
-/// (`session_future_stays_small`): the session, the socket and its frame stream live in this
+/// (`session_future_stays_small`): the session and the client's frame stream live in this
 /// `async` block once (an `async fn` stores its arguments twice, as captures and as locals, and
 /// once more where they are moved to), the loop borrows them, the close and shutdown phases are
 /// boxed (allocated only when reached), and what only busy sessions need is allocated on first
@@ -141,7 +132,6 @@ pub fn run(
     state: Arc<AppState>,
     member: Member,
     conn: ConnHandle,
-    mut socket: actix_ws::Session,
     mut frames: AggregatedMessageStream,
 ) -> impl Future<Output = ()> {
     let settings = state.clone();
@@ -151,29 +141,23 @@ pub fn run(
             &settings.settings.ws,
             max_message_bytes(&settings.settings),
             &mut s,
-            &mut socket,
             &mut frames,
         )
         .await;
-        // Leave the hub before the last await, so nothing more is offered to this session.
-        drop(s);
+        // The writer sends the answers still queued, then the close frame, and ends; a
+        // connection that is gone gets no close frame. Its output ends as the session leaves
+        // the hub (`Member`'s drop): actix then ends the connection.
+        let outbox = s.member().outbox();
         match exit {
             Exit::Gone(cause) => disconnected(cause.label()),
-            Exit::Close(reason) => {
-                let _ = Box::pin(tokio::time::timeout(CLOSE_WAIT, socket.close(reason))).await;
-            }
+            Exit::Close(reason) => outbox.close(reason),
             Exit::Echo(reason) => {
                 disconnected("client_close");
-                let _ = Box::pin(tokio::time::timeout(CLOSE_WAIT, socket.close(reason))).await;
+                outbox.close(reason);
             }
-            Exit::Unread(reason) => {
-                let _ = Box::pin(tokio::time::timeout(
-                    UNREAD_CLOSE_WAIT,
-                    socket.close(Some(reason)),
-                ))
-                .await;
-            }
+            Exit::Unread(reason) => outbox.close(Some(reason)),
         }
+        drop(s);
         // The address slot is held until the connection is gone as well.
         drop(conn);
     }
@@ -184,7 +168,6 @@ async fn serve(
     ws: &crate::config::WsSettings,
     max_message_bytes: usize,
     s: &mut Session,
-    socket: &mut actix_ws::Session,
     frames: &mut AggregatedMessageStream,
 ) -> Exit {
     let limits = (ws.max_frame_bytes, max_message_bytes);
@@ -195,20 +178,6 @@ async fn serve(
     let outbox = s.member().outbox().clone();
     let mut shutdown = s.member().hub().shutdown_signal();
     s.welcome();
-    // The welcome goes out at once (a new socket has room): a session that stays idle then never
-    // makes its slow-client timer, and its queue gives its memory back.
-    if poll_fn(|cx| Pin::new(&mut *socket).poll_ready(cx))
-        .await
-        .is_err()
-    {
-        return Exit::Gone(Gone::Abrupt);
-    }
-    if let Some(m) = outbox.pop() {
-        if Pin::new(&mut *socket).start_send(m).is_err() {
-            return Exit::Gone(Gone::Abrupt);
-        }
-    }
-    outbox.trim();
     let mut heartbeat = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
     let mut last_heard = Instant::now();
     let mut inflight = InFlightSet::default();
@@ -221,26 +190,14 @@ async fn serve(
     // lock on their `Notify` each time); a permit of the outbox's `Notify` is never lost.
     let shutdown_changed = shutdown.changed();
     tokio::pin!(shutdown_changed);
-    let queued = outbox.notified();
-    tokio::pin!(queued);
+    let signalled = outbox.notified();
+    tokio::pin!(signalled);
 
     let exit = loop {
         if shutting_down {
             break close(CloseCode::Away, "server shutting down");
         }
-        // A wake-up already owed by the outbox (the session's own answers leave one) is taken
-        // now, before the write below empties the outbox, instead of costing a pass of its own.
-        // Polled with a no-op waker: `select!` polls it again with the session's own.
-        if queued
-            .as_mut()
-            .poll(&mut Context::from_waker(Waker::noop()))
-            .is_ready()
-        {
-            queued.set(outbox.notified());
-        }
-        // Whatever the last pass queued (an ack, an error, a pong) goes out now, as far as the
-        // socket takes it: frames queued together reach the connection's writer together.
-        if write_ready(socket, &outbox, &mut slow).is_err() {
+        if outbox.is_gone() {
             break Exit::Gone(Gone::Abrupt);
         }
         if trim && outbox.is_empty() {
@@ -249,7 +206,6 @@ async fn serve(
             slow.release();
             inflight.release();
         }
-        let pending = slow.observe(&outbox);
         let suspect = slow.suspect(&outbox);
         // Reading is paused while the queue is full (each frame may owe an answer) and while
         // too many submissions are in flight.
@@ -263,13 +219,9 @@ async fn serve(
                 }
             }
             Some(done) = inflight.next(), if !inflight.is_empty() => s.finished(done),
-            // The socket has room again: the next pass writes.
-            ready = poll_fn(|cx| Pin::new(&mut *socket).poll_ready(cx)), if pending => {
-                if ready.is_err() {
-                    break Exit::Gone(Gone::Abrupt);
-                }
-            }
-            _ = &mut queued => queued.set(outbox.notified()),
+            // The queue became full or not full, messages started to wait, or the writer is
+            // gone: the next pass looks.
+            _ = &mut signalled => signalled.set(outbox.notified()),
             frame = frames.recv(), if can_read => {
                 last_heard = Instant::now();
                 match on_frame(s, &outbox, flood.as_mut(), frame, limits) {
@@ -290,11 +242,11 @@ async fn serve(
 
     // A connection found gone while a stalled reader's messages waited: the kernel dropped it.
     let exit = match exit {
-        Exit::Gone(_) if slow.was_stalled() => Exit::Gone(Gone::Stalled),
+        Exit::Gone(_) if slow.was_stalled(&outbox) => Exit::Gone(Gone::Stalled),
         exit => exit,
     };
     if shutting_down {
-        Box::pin(finish_in_flight(s, &mut inflight, &outbox, socket)).await;
+        Box::pin(finish_in_flight(s, &mut inflight)).await;
     }
     exit
 }
@@ -332,36 +284,6 @@ impl InFlightSet {
         if self.is_empty() {
             self.set = None;
         }
-    }
-}
-
-/// Writes queued messages while the socket has room, without waiting (a full socket is waited
-/// for by the loop's write branch). `Err` when the connection is gone.
-fn write_ready(
-    socket: &mut actix_ws::Session,
-    outbox: &Outbox,
-    slow: &mut SlowClient,
-) -> Result<(), ()> {
-    // A no-op waker: when the socket is full, the loop's write branch polls it again with the
-    // session's own waker before the session sleeps.
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        match Pin::new(&mut *socket).poll_ready(&mut cx) {
-            Poll::Ready(Ok(())) => {}
-            Poll::Ready(Err(_)) => return Err(()),
-            Poll::Pending => {
-                if !outbox.is_empty() {
-                    slow.blocked();
-                }
-                return Ok(());
-            }
-        }
-        // The slot reserved by `poll_ready` stays reserved when nothing is queued.
-        let Some(m) = outbox.pop() else {
-            return Ok(());
-        };
-        Pin::new(&mut *socket).start_send(m).map_err(|_| ())?;
-        slow.progressed();
     }
 }
 
@@ -451,33 +373,21 @@ fn on_frame(
 }
 
 /// On shutdown: submissions in flight were taken from the client, so their answers are owed.
-/// Lets them finish and go out before the close frame (bounded, so shutdown cannot hang).
-async fn finish_in_flight(
-    s: &mut Session,
-    inflight: &mut InFlightSet,
-    outbox: &Outbox,
-    socket: &mut actix_ws::Session,
-) {
+/// Lets them finish (bounded, so shutdown cannot hang); their answers go out before the close
+/// frame.
+async fn finish_in_flight(s: &mut Session, inflight: &mut InFlightSet) {
     let deadline = Instant::now() + SHUTDOWN_GRACE;
     while let Ok(Some(done)) = tokio::time::timeout_at(deadline, inflight.next()).await {
         s.finished(done);
     }
-    let flush = tokio::time::timeout_at(deadline, async {
-        while let Some(m) = outbox.pop() {
-            if SinkExt::send(socket, m).await.is_err() {
-                break;
-            }
-        }
-    });
-    let _ = flush.await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The size of the future a function of five arguments returns, from the fn item alone.
-    fn future_size<A, B, C, D, E, F: Future>(_: impl FnOnce(A, B, C, D, E) -> F) -> usize {
+    /// The size of the future a function of four arguments returns, from the fn item alone.
+    fn future_size<A, B, C, D, F: Future>(_: impl FnOnce(A, B, C, D) -> F) -> usize {
         std::mem::size_of::<F>()
     }
 

@@ -1,20 +1,22 @@
 //! Slow-client detection. A client is too slow (closed with 1008) when its outbound queue stays
-//! full for `slow_client_ms`, or when messages wait that long with nothing written to the
-//! socket: a client that stops reading stalls the socket long before its queue fills, because
-//! view updates replace each other. The socket stalls early because its kernel send buffer is
-//! small (`ws.send_buffer_bytes`), so what is queued for a client is bounded by that, actix's
-//! write buffer and the outbox. Its close frame is best effort (it is not reading); the kernel
+//! full for `slow_client_ms`, or when messages wait that long with nothing taken by the
+//! connection's writer (`hub/writer.rs`): a client that stops reading stalls the socket long
+//! before its queue fills, because view updates replace each other. The socket stalls early
+//! because its kernel send buffer is small (`ws.send_buffer_bytes`), so what is queued for a
+//! client is bounded by that, actix's write buffer (the writer is asked for more only while it
+//! has room) and the outbox. Its close frame is best effort (it is not reading); the kernel
 //! ends its connection once it has taken nothing for `slow_client_ms` (`TCP_USER_TIMEOUT`,
 //! `ws/conn.rs`), so its buffers do not stay pinned.
 //!
-//! The check runs on a coarse tick, and only while there is something to suspect: a timer
-//! re-armed on every pass of a busy loop would cost more than the check. The timer is made by
+//! The check runs on a coarse tick, and only while there is something to suspect (the outbox
+//! wakes the session when its queue becomes full or messages start to wait): a timer re-armed
+//! on every pass of a busy loop would cost more than the check. The timer is made by
 //! the first check and given back when the session is idle again ([`SlowClient::release`]).
 
 use std::time::Duration;
 
 use actix_ws::CloseCode;
-use tokio::time::{Instant, Interval, MissedTickBehavior};
+use tokio::time::{Interval, MissedTickBehavior};
 
 use super::{reason, Exit};
 use crate::hub::{Outbox, SessionId};
@@ -26,55 +28,24 @@ const MIN_CHECK: Duration = Duration::from_millis(10);
 
 pub(super) struct SlowClient {
     limit: Duration,
-    /// Since when messages have been waiting with nothing written to the socket.
-    stalled_since: Option<Instant>,
     check: Option<Interval>,
-    /// When the socket last refused a message that was waiting (its buffers were full).
-    blocked_at: Option<Instant>,
 }
 
 impl SlowClient {
     pub fn new(limit: Duration) -> SlowClient {
-        SlowClient {
-            limit,
-            stalled_since: None,
-            check: None,
-            blocked_at: None,
-        }
+        SlowClient { limit, check: None }
     }
 
-    /// Notes whether messages are waiting; returns that they are.
-    pub fn observe(&mut self, outbox: &Outbox) -> bool {
-        let pending = !outbox.is_empty();
-        if !pending {
-            self.stalled_since = None;
-        } else if self.stalled_since.is_none() {
-            self.stalled_since = Some(Instant::now());
-        }
-        pending
-    }
-
-    /// The socket refused a waiting message: its buffers (actix's, the kernel's) are full.
-    pub fn blocked(&mut self) {
-        self.blocked_at = Some(Instant::now());
-    }
-
-    /// For a connection found gone: whether messages were waiting with nothing written, or the
-    /// socket refused one within the last `slow_client_ms` — the client was not reading, and
-    /// the kernel may well have dropped it for that (a client that reads never fills its
-    /// socket's buffers).
-    pub fn was_stalled(&self) -> bool {
-        self.stalled_since.is_some() || self.blocked_at.is_some_and(|t| t.elapsed() < self.limit)
-    }
-
-    /// A message went out: whatever still waits, waits from now.
-    pub fn progressed(&mut self) {
-        self.stalled_since = None;
+    /// For a connection found gone: whether messages were waiting for a writer that took
+    /// nothing — the client was not reading, and the kernel may well have dropped it for that
+    /// (a client that reads never leaves its socket's buffers full).
+    pub fn was_stalled(&self, outbox: &Outbox) -> bool {
+        outbox.waiting_since().is_some()
     }
 
     /// Whether the check is worth running.
     pub fn suspect(&self, outbox: &Outbox) -> bool {
-        self.stalled_since.is_some() || outbox.full_since().is_some()
+        outbox.waiting_since().is_some() || outbox.full_since().is_some()
     }
 
     /// The next check's tick (the first one at once).
@@ -111,10 +82,9 @@ impl SlowClient {
                 "too slow: the outbound queue stayed full",
             )));
         }
-        if self
-            .stalled_since
+        if outbox
+            .waiting_since()
             .is_some_and(|t| t.elapsed() >= self.limit)
-            && !outbox.is_empty()
         {
             tracing::info!(session, "closing a client that stopped reading (1008)");
             crate::metrics::SLOW_CLOSES
