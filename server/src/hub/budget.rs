@@ -1,6 +1,6 @@
 //! The instance's push budget: how many `me` and `around` messages the flushes of all its boards
-//! may offer per second (`ws.player_pushes_per_sec`). Delivering a message (the session's
-//! wake-up, its writer, a `send` on the socket) costs about what deriving and rendering it does,
+//! may offer per second (`ws.player_pushes_per_sec`). Delivering a message (the writer's
+//! wake-up, its encoding, a `send` on the socket) costs about what deriving and rendering it does,
 //! and a flush cannot see that cost; counting messages can. A flush that offered `n` messages
 //! spends `n / per_sec` seconds of the budget, and its board's next flush of players' views
 //! waits until everything spent so far, by every board, is paid back: the windows of the

@@ -89,6 +89,9 @@ struct Inner {
     writer: Option<Waker>,
     /// Since when messages have waited while the writer took nothing.
     waiting_since: Option<Instant>,
+    /// The writer has taken at least once: before that, actix has not sent the upgrade
+    /// response yet, and the welcome waiting for it is no sign of a slow client.
+    started: bool,
     /// The close frame the writer sends after the direct messages (views are dropped).
     close: Option<Option<CloseReason>>,
     /// The writer took the close frame.
@@ -147,7 +150,11 @@ impl Inner {
         if let Some(w) = self.writer.take() {
             return Wake::Writer(w);
         }
-        if self.waiting_since.is_none() && (self.len() > 0 || self.ping) && !self.gone {
+        if self.started
+            && self.waiting_since.is_none()
+            && (self.len() > 0 || self.ping)
+            && !self.gone
+        {
             self.waiting_since = Some(Instant::now());
             return Wake::Session;
         }
@@ -355,6 +362,7 @@ impl Outbox {
         if g.closed {
             return Take::Done;
         }
+        g.started = true;
         if std::mem::take(&mut g.ping) && g.close.is_none() {
             batch.push(Message::Ping(Default::default()));
         }
@@ -564,7 +572,15 @@ mod tests {
         let waker = Waker::from(count.clone());
         let woken = || count.0.load(Ordering::Relaxed);
         let o = Outbox::new(8);
+        o.push(Message::Text("welcome".into()));
+        assert_eq!(
+            o.waiting_since(),
+            None,
+            "before the writer's first take, the welcome waits for the upgrade response"
+        );
         let mut batch = Vec::new();
+        assert_eq!(o.take(&mut batch, &waker), Take::Batch);
+        batch.clear();
         assert_eq!(o.take(&mut batch, &waker), Take::Wait);
         o.push(Message::Text("a".into()));
         assert_eq!(woken(), 1, "the waiting writer is woken");
