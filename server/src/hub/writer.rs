@@ -47,23 +47,22 @@ impl Writer {
 
 /// Appends `msg` as one server frame (unmasked).
 fn encode(msg: Message, buf: &mut BytesMut) {
+    // A control frame's payload is cut to what the protocol allows (a client's ping may be
+    // echoed in a pong).
+    let control = |buf: &mut BytesMut, b: &[u8], op| {
+        Parser::write_message(
+            buf,
+            &b[..b.len().min(MAX_CONTROL_PAYLOAD_BYTES)],
+            op,
+            true,
+            false,
+        )
+    };
     match msg {
         Message::Text(t) => Parser::write_message(buf, t.as_bytes(), OpCode::Text, true, false),
         Message::Binary(b) => Parser::write_message(buf, b, OpCode::Binary, true, false),
-        Message::Ping(b) => Parser::write_message(
-            buf,
-            &b[..b.len().min(MAX_CONTROL_PAYLOAD_BYTES)],
-            OpCode::Ping,
-            true,
-            false,
-        ),
-        Message::Pong(b) => Parser::write_message(
-            buf,
-            &b[..b.len().min(MAX_CONTROL_PAYLOAD_BYTES)],
-            OpCode::Pong,
-            true,
-            false,
-        ),
+        Message::Ping(b) => control(buf, &b, OpCode::Ping),
+        Message::Pong(b) => control(buf, &b, OpCode::Pong),
         Message::Close(mut reason) => {
             if let Some(d) = reason.as_mut().and_then(|r| r.description.as_mut()) {
                 let mut end = d.len().min(MAX_CLOSE_REASON_BYTES);
