@@ -127,11 +127,8 @@ impl Inner {
             return None;
         }
         Some(Box::new(move || {
-            // A session whose answer is on its way wakes its writer when it queues the answer,
-            // which then takes the update with it: waking the writer now would send the update
-            // alone, a write before the ack's.
-            for outbox in woken.iter().filter(|o| !o.awaits_ack()) {
-                outbox.wake();
+            for outbox in woken {
+                outbox.wake_unless_answering();
             }
         }))
     }

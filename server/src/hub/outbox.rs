@@ -50,11 +50,11 @@ pub struct Outbox {
 /// What the writer gets from one [`Outbox::take`].
 #[derive(Debug, PartialEq)]
 pub enum Take {
-    /// Messages were moved into the batch: write them, then take again.
+    /// Messages were handed over: write them, then take again.
     Batch,
     /// Nothing is queued: the writer is woken when something is.
     Wait,
-    /// The batch ends with the close frame: write it, and nothing after.
+    /// The messages handed over end with the close frame: write them, and nothing after.
     Last,
     /// The close frame was taken already: the writer is done.
     Done,
@@ -241,8 +241,9 @@ impl Outbox {
         self.changed(g, true);
     }
 
-    /// [`Outbox::offer_view`] without waking the writer: the caller calls [`Outbox::wake`]
-    /// later (a batch's `me` updates are queued before its acks, woken after them).
+    /// [`Outbox::offer_view`] without waking the writer: the caller calls
+    /// [`Outbox::wake_unless_answering`] later (a batch's `me` updates are queued before its
+    /// acks are handed out).
     pub fn put_view(&self, board: &Id, kind: ViewKind, text: ByteString) {
         let g = self.put(board, kind, text);
         self.changed(g, false);
@@ -281,8 +282,13 @@ impl Outbox {
         guard
     }
 
-    /// Wakes the writer for what was put in the queue.
-    pub fn wake(&self) {
+    /// Wakes the writer for what was put in the queue, unless a submission of the session
+    /// awaits its answer: queuing that answer wakes the writer, which then takes both in one
+    /// write (waking it now would send the update alone, a write before the answer's).
+    pub fn wake_unless_answering(&self) {
+        if self.awaits_ack() {
+            return;
+        }
         let g = self.lock();
         self.changed(g, true);
     }
@@ -354,35 +360,44 @@ impl Outbox {
         }
     }
 
-    /// For the writer: moves everything queued into `batch` (a due ping, then answers, then
-    /// view updates oldest first; once closing, the answers and the close frame), or keeps
-    /// `waker` to be woken when something is queued.
-    pub fn take(&self, batch: &mut Vec<Message>, waker: &Waker) -> Take {
+    /// For the writer: hands everything queued to `each`, in order (a due ping, then answers,
+    /// then view updates oldest first; once closing, the answers and the close frame), or keeps
+    /// `waker` to be woken when something is queued. `each` runs under the outbox's lock: it
+    /// only encodes.
+    pub fn take(&self, waker: &Waker, mut each: impl FnMut(Message)) -> Take {
         let mut g = self.lock();
         if g.closed {
             return Take::Done;
         }
-        g.started = true;
+        let mut taken = 0;
         if std::mem::take(&mut g.ping) && g.close.is_none() {
-            batch.push(Message::Ping(Default::default()));
+            each(Message::Ping(Default::default()));
+            taken += 1;
         }
-        batch.extend(g.direct.drain(..));
+        taken += g.direct.len();
+        g.direct.drain(..).for_each(&mut each);
+        if !g.started {
+            // The first take carries the welcome: an idle session keeps no queue grown by it.
+            g.started = true;
+            g.direct = VecDeque::new();
+        }
         let last = if let Some(reason) = g.close.take() {
-            batch.push(Message::Close(reason));
+            each(Message::Close(reason));
             g.closed = true;
             g.slots.clear();
             g.pending = 0;
             true
         } else {
             while let Some(text) = g.pop_view() {
-                batch.push(Message::Text(text));
+                each(Message::Text(text));
+                taken += 1;
             }
             false
         };
         g.waiting_since = None;
         let step = if last {
             Take::Last
-        } else if batch.is_empty() {
+        } else if taken == 0 {
             if !g.writer.as_ref().is_some_and(|w| w.will_wake(waker)) {
                 g.writer = Some(waker.clone());
             }
@@ -445,11 +460,17 @@ mod tests {
         (Id::parse(b).unwrap(), k)
     }
 
+    /// What the writer takes in one pass, and its messages.
+    fn take_with(o: &Outbox, waker: &Waker) -> (Take, Vec<Message>) {
+        let mut batch = Vec::new();
+        let step = o.take(waker, |m| batch.push(m));
+        (step, batch)
+    }
+
     /// What the writer takes in one pass, as text (`ping`, `close`).
     fn take(o: &Outbox) -> Vec<String> {
-        let mut batch = Vec::new();
-        o.take(&mut batch, Waker::noop());
-        batch
+        take_with(o, Waker::noop())
+            .1
             .into_iter()
             .map(|m| match m {
                 Message::Text(t) => t.to_string(),
@@ -578,10 +599,13 @@ mod tests {
             None,
             "before the writer's first take, the welcome waits for the upgrade response"
         );
-        let mut batch = Vec::new();
-        assert_eq!(o.take(&mut batch, &waker), Take::Batch);
-        batch.clear();
-        assert_eq!(o.take(&mut batch, &waker), Take::Wait);
+        assert_eq!(take_with(&o, &waker).0, Take::Batch);
+        assert_eq!(
+            crate::sync::lock(&o.inner).direct.capacity(),
+            0,
+            "an idle session keeps no queue grown by its welcome"
+        );
+        assert_eq!(take_with(&o, &waker).0, Take::Wait);
         o.push(Message::Text("a".into()));
         assert_eq!(woken(), 1, "the waiting writer is woken");
         assert_eq!(
@@ -595,11 +619,10 @@ mod tests {
             o.waiting_since().is_some(),
             "b waits on a writer that took nothing yet"
         );
-        assert_eq!(o.take(&mut batch, &waker), Take::Batch);
-        assert_eq!(batch.len(), 2);
+        let (step, batch) = take_with(&o, &waker);
+        assert_eq!((step, batch.len()), (Take::Batch, 2));
         assert_eq!(o.waiting_since(), None, "the writer took");
-        batch.clear();
-        assert_eq!(o.take(&mut batch, &waker), Take::Wait);
+        assert_eq!(take_with(&o, &waker).0, Take::Wait);
         o.writer_gone();
         o.push(Message::Text("c".into()));
         assert!(o.is_gone());
@@ -608,6 +631,43 @@ mod tests {
             None,
             "nothing waits on a writer that is gone"
         );
+    }
+
+    /// An update put beside a submission awaiting its answer waits for that answer: the writer
+    /// is woken by the answer and takes both in one pass. Without a submission in flight, the
+    /// update wakes the writer itself.
+    #[test]
+    fn an_update_put_beside_a_pending_answer_goes_out_with_it() {
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let count = Arc::new(Count(Default::default()));
+        let waker = Waker::from(count.clone());
+        let woken = || count.0.load(Ordering::Relaxed);
+        let o = Arc::new(Outbox::new(8));
+        let me = key("b", ViewKind::Me);
+        assert_eq!(take_with(&o, &waker).0, Take::Wait);
+
+        let submitting = o.submitting();
+        o.put_view(&me.0, me.1, "rank".into());
+        o.wake_unless_answering();
+        assert_eq!(
+            woken(),
+            0,
+            "the answer is on its way: the update waits for it"
+        );
+        drop(submitting);
+        o.push(Message::Text("ack".into()));
+        assert_eq!(woken(), 1);
+        assert_eq!(take(&o), ["ack", "rank"], "one pass takes both");
+
+        assert_eq!(take_with(&o, &waker).0, Take::Wait);
+        o.put_view(&me.0, me.1, "rank 2".into());
+        o.wake_unless_answering();
+        assert_eq!(woken(), 2, "no answer pending: the update wakes the writer");
     }
 
     /// Closing sends the answers still queued, then the close frame, and nothing after: view
@@ -619,16 +679,15 @@ mod tests {
         o.push(Message::Text("error".into()));
         o.ping();
         o.close(None);
-        let mut batch = Vec::new();
-        assert_eq!(o.take(&mut batch, Waker::noop()), Take::Last);
+        let (step, batch) = take_with(&o, Waker::noop());
+        assert_eq!(step, Take::Last);
         assert!(matches!(&batch[..], [Message::Text(e), Message::Close(None)] if e == "error"));
-        assert_eq!(o.take(&mut Vec::new(), Waker::noop()), Take::Done);
+        assert_eq!(take_with(&o, Waker::noop()).0, Take::Done);
         let closing = Outbox::new(8);
         closing.close(None);
         closing.end();
-        let mut batch = Vec::new();
         assert_eq!(
-            closing.take(&mut batch, Waker::noop()),
+            take_with(&closing, Waker::noop()).0,
             Take::Last,
             "an end keeps the close frame asked for before it"
         );
@@ -636,7 +695,7 @@ mod tests {
         gone.push(Message::Text("unsent".into()));
         gone.end();
         assert_eq!(
-            gone.take(&mut Vec::new(), Waker::noop()),
+            take_with(&gone, Waker::noop()).0,
             Take::Done,
             "nothing is written after the end"
         );

@@ -26,7 +26,6 @@ const MAX_CONTROL_PAYLOAD_BYTES: usize = 125;
 
 pub struct Writer {
     outbox: Arc<Outbox>,
-    batch: Vec<Message>,
     /// The close frame went out: the body ends.
     ended: bool,
     /// actix-ws's own response body, never polled: it is dropped with this one, which tells
@@ -38,7 +37,6 @@ impl Writer {
     pub fn new(outbox: Arc<Outbox>, closed_signal: BoxBody) -> Writer {
         Writer {
             outbox,
-            batch: Vec::new(),
             ended: false,
             _closed_signal: closed_signal,
         }
@@ -93,28 +91,16 @@ impl MessageBody for Writer {
         if this.ended {
             return Poll::Ready(None);
         }
-        let step = this.outbox.take(&mut this.batch, cx.waker());
-        match step {
-            Take::Wait => return Poll::Pending,
+        // Allocated by the first frame encoded (a pass that finds nothing allocates nothing).
+        let mut buf = BytesMut::new();
+        match this.outbox.take(cx.waker(), |msg| encode(msg, &mut buf)) {
+            Take::Wait => Poll::Pending,
             Take::Done => {
                 this.ended = true;
-                return Poll::Ready(None);
+                Poll::Ready(None)
             }
-            Take::Batch | Take::Last => {}
+            Take::Batch | Take::Last => Poll::Ready(Some(Ok(buf.freeze()))),
         }
-        let size = this
-            .batch
-            .iter()
-            .map(|m| match m {
-                Message::Text(t) => t.len() + 10,
-                _ => MAX_CONTROL_PAYLOAD_BYTES + 2,
-            })
-            .sum();
-        let mut buf = BytesMut::with_capacity(size);
-        for msg in this.batch.drain(..) {
-            encode(msg, &mut buf);
-        }
-        Poll::Ready(Some(Ok(buf.freeze())))
     }
 }
 
