@@ -460,6 +460,18 @@ mod tests {
         (Id::parse(b).unwrap(), k)
     }
 
+    /// A waker that counts its wake-ups.
+    fn counting_waker() -> (Waker, Arc<AtomicU32>) {
+        struct Count(Arc<AtomicU32>);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let count = Arc::new(AtomicU32::new(0));
+        (Waker::from(Arc::new(Count(count.clone()))), count)
+    }
+
     /// What the writer takes in one pass, and its messages.
     fn take_with(o: &Outbox, waker: &Waker) -> (Take, Vec<Message>) {
         let mut batch = Vec::new();
@@ -583,15 +595,8 @@ mod tests {
     /// it was woken starts the wait the slow-client check looks at, until the writer takes.
     #[test]
     fn messages_wake_the_writer_and_a_writer_that_takes_nothing_is_noticed() {
-        struct Count(std::sync::atomic::AtomicUsize);
-        impl std::task::Wake for Count {
-            fn wake(self: Arc<Self>) {
-                self.0.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let count = Arc::new(Count(Default::default()));
-        let waker = Waker::from(count.clone());
-        let woken = || count.0.load(Ordering::Relaxed);
+        let (waker, count) = counting_waker();
+        let woken = || count.load(Ordering::Relaxed);
         let o = Outbox::new(8);
         o.push(Message::Text("welcome".into()));
         assert_eq!(
@@ -638,15 +643,8 @@ mod tests {
     /// update wakes the writer itself.
     #[test]
     fn an_update_put_beside_a_pending_answer_goes_out_with_it() {
-        struct Count(std::sync::atomic::AtomicUsize);
-        impl std::task::Wake for Count {
-            fn wake(self: Arc<Self>) {
-                self.0.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let count = Arc::new(Count(Default::default()));
-        let waker = Waker::from(count.clone());
-        let woken = || count.0.load(Ordering::Relaxed);
+        let (waker, count) = counting_waker();
+        let woken = || count.load(Ordering::Relaxed);
         let o = Arc::new(Outbox::new(8));
         let me = key("b", ViewKind::Me);
         assert_eq!(take_with(&o, &waker).0, Take::Wait);
