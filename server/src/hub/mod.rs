@@ -70,7 +70,7 @@ use scorecast_shared::protocol::ViewKind;
 
 pub use board::ViewCounts;
 pub use members::{AddrSlot, Member};
-pub use outbox::{Outbox, ViewKey};
+pub use outbox::{Outbox, Status, ViewKey};
 pub use writer::Writer;
 
 pub type SessionId = u64;

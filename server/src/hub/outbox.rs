@@ -50,14 +50,27 @@ pub struct Outbox {
 /// What the writer gets from one [`Outbox::take`].
 #[derive(Debug, PartialEq)]
 pub enum Take {
-    /// Messages were handed over: write them, then take again.
+    /// Messages were handed over (the last of them may be the close frame): write them, then
+    /// take again.
     Batch,
     /// Nothing is queued: the writer is woken when something is.
     Wait,
-    /// The messages handed over end with the close frame: write them, and nothing after.
-    Last,
-    /// The close frame was taken already: the writer is done.
+    /// The close frame was taken already, or the output ended without one: the writer is done.
     Done,
+}
+
+/// What the session's loop looks at on each pass, read under one lock.
+#[derive(Clone, Copy, Debug)]
+pub struct Status {
+    /// The writer is gone: the connection ended.
+    pub gone: bool,
+    /// Nothing is queued (no ping either).
+    pub empty: bool,
+    /// Since when the queue has held `capacity` messages or more.
+    pub full_since: Option<Instant>,
+    /// Since when queued messages have waited with the writer taking nothing (its socket was
+    /// full, or its connection was busy).
+    pub waiting_since: Option<Instant>,
 }
 
 /// A submission of the session awaiting its answer; dropped once it has it (or was dropped).
@@ -338,21 +351,21 @@ impl Outbox {
     pub fn close(&self, reason: Option<CloseReason>) {
         let mut g = self.lock();
         g.close.get_or_insert(reason);
-        let writer = g.writer.take();
-        drop(g);
-        if let Some(w) = writer {
-            w.wake();
-        }
+        Self::wake_writer(g);
     }
 
     /// Ends the connection's output after the close frame asked for, if any, or at once: the
     /// writer ends, and actix ends the connection.
     pub fn end(&self) {
         let mut g = self.lock();
-        if g.close.is_some() {
-            return;
+        if g.close.is_none() {
+            g.closed = true;
+            Self::wake_writer(g);
         }
-        g.closed = true;
+    }
+
+    /// Wakes a waiting writer, after the lock is released.
+    fn wake_writer(mut g: std::sync::MutexGuard<'_, Inner>) {
         let writer = g.writer.take();
         drop(g);
         if let Some(w) = writer {
@@ -381,23 +394,20 @@ impl Outbox {
             g.started = true;
             g.direct = VecDeque::new();
         }
-        let last = if let Some(reason) = g.close.take() {
+        if let Some(reason) = g.close.take() {
             each(Message::Close(reason));
+            taken += 1;
             g.closed = true;
             g.slots.clear();
             g.pending = 0;
-            true
         } else {
             while let Some(text) = g.pop_view() {
                 each(Message::Text(text));
                 taken += 1;
             }
-            false
-        };
+        }
         g.waiting_since = None;
-        let step = if last {
-            Take::Last
-        } else if taken == 0 {
+        let step = if taken == 0 {
             if !g.writer.as_ref().is_some_and(|w| w.will_wake(waker)) {
                 g.writer = Some(waker.clone());
             }
@@ -418,29 +428,15 @@ impl Outbox {
         self.notify.notify_one();
     }
 
-    /// Whether the connection ended (its writer is gone).
-    pub fn is_gone(&self) -> bool {
-        self.lock().gone
-    }
-
-    pub fn is_empty(&self) -> bool {
+    /// What the session's loop looks at, in one lock.
+    pub fn status(&self) -> Status {
         let g = self.lock();
-        !g.ping && g.len() == 0
-    }
-
-    /// Whether the queue holds `capacity` messages or more.
-    pub fn is_full(&self) -> bool {
-        self.lock().len() >= self.capacity
-    }
-
-    pub fn full_since(&self) -> Option<Instant> {
-        self.lock().full_since
-    }
-
-    /// Since when queued messages have waited with the writer taking nothing (its socket was
-    /// full, or its connection was busy).
-    pub fn waiting_since(&self) -> Option<Instant> {
-        self.lock().waiting_since
+        Status {
+            gone: g.gone,
+            empty: !g.ping && g.len() == 0,
+            full_since: g.full_since,
+            waiting_since: g.waiting_since,
+        }
     }
 
     /// Resolves once the session has something to look at (the queue became full or not full,
@@ -470,6 +466,15 @@ mod tests {
         }
         let count = Arc::new(AtomicU32::new(0));
         (Waker::from(Arc::new(Count(count.clone()))), count)
+    }
+
+    /// Whether the session was signalled since the last call (consumes the signal).
+    fn session_signalled(o: &Outbox) -> bool {
+        use std::future::Future;
+        let signal = std::pin::pin!(o.notified());
+        signal
+            .poll(&mut std::task::Context::from_waker(Waker::noop()))
+            .is_ready()
     }
 
     /// What the writer takes in one pass, and its messages.
@@ -513,14 +518,14 @@ mod tests {
     fn full_is_tracked_and_notify_offers_are_refused_while_full() {
         let o = Outbox::new(2);
         o.push(Message::Text("a".into()));
-        assert!(o.full_since().is_none());
+        assert!(o.status().full_since.is_none());
         o.offer_view(&key("b", ViewKind::Me).0, ViewKind::Me, "m".into());
-        assert!(o.full_since().is_some());
+        assert!(o.status().full_since.is_some());
         assert!(!o.offer(Message::Text("n".into())));
         // Views are still accepted: the queue keeps the latest state of every view.
         o.offer_view(&key("b", ViewKind::Top).0, ViewKind::Top, "t".into());
         assert_eq!(take(&o), ["a", "m", "t"]);
-        assert!(o.full_since().is_none());
+        assert!(o.status().full_since.is_none());
         assert!(o.offer(Message::Text("n".into())));
     }
 
@@ -543,7 +548,7 @@ mod tests {
         let k = key("b", ViewKind::Around);
         o.offer_view(&k.0, k.1, "x".into());
         o.drop_view(&k);
-        assert!(o.is_empty());
+        assert!(o.status().empty);
         assert!(take(&o).is_empty());
     }
 
@@ -560,7 +565,7 @@ mod tests {
         o.offer_view(&b.0, b.1, "b2".into());
         o.offer_view(&a.0, a.1, "a3".into());
         assert_eq!(take(&o), ["b2", "a3"]);
-        assert!(o.is_empty());
+        assert!(o.status().empty);
     }
 
     /// A view's unsent update tells since when it has waited: since the slot became pending (a
@@ -600,7 +605,7 @@ mod tests {
         let o = Outbox::new(8);
         o.push(Message::Text("welcome".into()));
         assert_eq!(
-            o.waiting_since(),
+            o.status().waiting_since,
             None,
             "before the writer's first take, the welcome waits for the upgrade response"
         );
@@ -611,28 +616,36 @@ mod tests {
             "an idle session keeps no queue grown by its welcome"
         );
         assert_eq!(take_with(&o, &waker).0, Take::Wait);
-        o.push(Message::Text("a".into()));
+        session_signalled(&o);
+        // A push from the hub.
+        let me = key("b", ViewKind::Me);
+        o.offer_view(&me.0, me.1, "rank".into());
         assert_eq!(woken(), 1, "the waiting writer is woken");
+        assert!(
+            !session_signalled(&o),
+            "a message for a waiting writer does not wake the session"
+        );
         assert_eq!(
-            o.waiting_since(),
+            o.status().waiting_since,
             None,
             "the writer was waiting: nothing waits on it"
         );
         o.push(Message::Text("b".into()));
         assert_eq!(woken(), 1, "a woken writer is not woken again");
         assert!(
-            o.waiting_since().is_some(),
+            o.status().waiting_since.is_some(),
             "b waits on a writer that took nothing yet"
         );
+        assert!(session_signalled(&o), "the wait is the session's to check");
         let (step, batch) = take_with(&o, &waker);
         assert_eq!((step, batch.len()), (Take::Batch, 2));
-        assert_eq!(o.waiting_since(), None, "the writer took");
+        assert_eq!(o.status().waiting_since, None, "the writer took");
         assert_eq!(take_with(&o, &waker).0, Take::Wait);
         o.writer_gone();
         o.push(Message::Text("c".into()));
-        assert!(o.is_gone());
+        assert!(o.status().gone);
         assert_eq!(
-            o.waiting_since(),
+            o.status().waiting_since,
             None,
             "nothing waits on a writer that is gone"
         );
@@ -678,15 +691,17 @@ mod tests {
         o.ping();
         o.close(None);
         let (step, batch) = take_with(&o, Waker::noop());
-        assert_eq!(step, Take::Last);
+        assert_eq!(step, Take::Batch);
         assert!(matches!(&batch[..], [Message::Text(e), Message::Close(None)] if e == "error"));
         assert_eq!(take_with(&o, Waker::noop()).0, Take::Done);
         let closing = Outbox::new(8);
         closing.close(None);
         closing.end();
-        assert_eq!(
-            take_with(&closing, Waker::noop()).0,
-            Take::Last,
+        assert!(
+            matches!(
+                &take_with(&closing, Waker::noop()).1[..],
+                [Message::Close(None)]
+            ),
             "an end keeps the close frame asked for before it"
         );
         let gone = Outbox::new(8);

@@ -26,8 +26,6 @@ const MAX_CONTROL_PAYLOAD_BYTES: usize = 125;
 
 pub struct Writer {
     outbox: Arc<Outbox>,
-    /// The close frame went out: the body ends.
-    ended: bool,
     /// actix-ws's own response body, never polled: it is dropped with this one, which tells
     /// actix-ws's frame stream (the session's reading side) that the connection is gone.
     _closed_signal: BoxBody,
@@ -37,7 +35,6 @@ impl Writer {
     pub fn new(outbox: Arc<Outbox>, closed_signal: BoxBody) -> Writer {
         Writer {
             outbox,
-            ended: false,
             _closed_signal: closed_signal,
         }
     }
@@ -87,19 +84,12 @@ impl MessageBody for Writer {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Bytes, Self::Error>>> {
-        let this = self.get_mut();
-        if this.ended {
-            return Poll::Ready(None);
-        }
         // Allocated by the first frame encoded (a pass that finds nothing allocates nothing).
         let mut buf = BytesMut::new();
-        match this.outbox.take(cx.waker(), |msg| encode(msg, &mut buf)) {
+        match self.outbox.take(cx.waker(), |msg| encode(msg, &mut buf)) {
             Take::Wait => Poll::Pending,
-            Take::Done => {
-                this.ended = true;
-                Poll::Ready(None)
-            }
-            Take::Batch | Take::Last => Poll::Ready(Some(Ok(buf.freeze()))),
+            Take::Done => Poll::Ready(None),
+            Take::Batch => Poll::Ready(Some(Ok(buf.freeze()))),
         }
     }
 }
@@ -175,8 +165,9 @@ mod tests {
             "cut at a character"
         );
         assert!(matches!(poll(&mut w), Poll::Ready(None)));
-        assert!(!outbox.is_gone());
+        assert!(matches!(poll(&mut w), Poll::Ready(None)), "and stays ended");
+        assert!(!outbox.status().gone);
         drop(w);
-        assert!(outbox.is_gone());
+        assert!(outbox.status().gone);
     }
 }

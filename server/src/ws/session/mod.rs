@@ -197,24 +197,25 @@ async fn serve(
         if shutting_down {
             break close(CloseCode::Away, "server shutting down");
         }
-        if outbox.is_gone() {
+        let status = outbox.status();
+        if status.gone {
             break Exit::Gone(Gone::Abrupt);
         }
-        if trim && outbox.is_empty() {
+        if trim && status.empty {
             trim = false;
             outbox.trim();
             slow.release();
             inflight.release();
         }
-        let suspect = slow.suspect(&outbox);
+        let suspect = SlowClient::suspect(&status);
         // Reading is paused while the queue is full (each frame may owe an answer) and while
         // too many submissions are in flight.
-        let can_read = !outbox.is_full() && inflight.len() < MAX_INFLIGHT;
+        let can_read = status.full_since.is_none() && inflight.len() < MAX_INFLIGHT;
         tokio::select! {
             biased;
             _ = &mut shutdown_changed, if !shutting_down => shutting_down = true,
             _ = slow.tick(), if suspect => {
-                if let Some(exit) = slow.verdict(&outbox, s.member().id()) {
+                if let Some(exit) = slow.verdict(&outbox.status(), s.member().id()) {
                     break exit;
                 }
             }
@@ -242,7 +243,7 @@ async fn serve(
 
     // A connection found gone while a stalled reader's messages waited: the kernel dropped it.
     let exit = match exit {
-        Exit::Gone(_) if slow.was_stalled(&outbox) => Exit::Gone(Gone::Stalled),
+        Exit::Gone(_) if SlowClient::was_stalled(&outbox.status()) => Exit::Gone(Gone::Stalled),
         exit => exit,
     };
     if shutting_down {

@@ -19,7 +19,7 @@ use actix_ws::CloseCode;
 use tokio::time::{Interval, MissedTickBehavior};
 
 use super::{reason, Exit};
-use crate::hub::{Outbox, SessionId};
+use crate::hub::{SessionId, Status};
 
 /// A slow client is closed between `slow_client_ms` and 1.25 × `slow_client_ms` after it fell
 /// behind: the check runs four times per window.
@@ -39,13 +39,13 @@ impl SlowClient {
     /// For a connection found gone: whether messages were waiting for a writer that took
     /// nothing — the client was not reading, and the kernel may well have dropped it for that
     /// (a client that reads never leaves its socket's buffers full).
-    pub fn was_stalled(&self, outbox: &Outbox) -> bool {
-        outbox.waiting_since().is_some()
+    pub fn was_stalled(status: &Status) -> bool {
+        status.waiting_since.is_some()
     }
 
     /// Whether the check is worth running.
-    pub fn suspect(&self, outbox: &Outbox) -> bool {
-        outbox.waiting_since().is_some() || outbox.full_since().is_some()
+    pub fn suspect(status: &Status) -> bool {
+        status.waiting_since.is_some() || status.full_since.is_some()
     }
 
     /// The next check's tick (the first one at once).
@@ -68,11 +68,8 @@ impl SlowClient {
     }
 
     /// How the session ends if the client is too slow.
-    pub fn verdict(&self, outbox: &Outbox, session: SessionId) -> Option<Exit> {
-        if outbox
-            .full_since()
-            .is_some_and(|t| t.elapsed() >= self.limit)
-        {
+    pub fn verdict(&self, status: &Status, session: SessionId) -> Option<Exit> {
+        if status.full_since.is_some_and(|t| t.elapsed() >= self.limit) {
             tracing::info!(session, "closing a client that cannot keep up (1008)");
             crate::metrics::SLOW_CLOSES
                 .with_label_values(&["queue_full"])
@@ -82,8 +79,8 @@ impl SlowClient {
                 "too slow: the outbound queue stayed full",
             )));
         }
-        if outbox
-            .waiting_since()
+        if status
+            .waiting_since
             .is_some_and(|t| t.elapsed() >= self.limit)
         {
             tracing::info!(session, "closing a client that stopped reading (1008)");
