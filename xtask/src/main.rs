@@ -45,8 +45,9 @@ commands:
                              Scorecast and the Node baseline (../shared/bench/peer) side
                              by side, 3 alternating rounds, then verified 2048 runs and a
                              hostile validator; --quick: a run of a few minutes
-                             (-- --views [--players N | --sizes 1000,10000] [--rounds R]:
-                             live ranks; -- --verified-only / --no-verified: only / without
+                             (-- --views [--players N | --sizes 1000,10000] [--rounds R]
+                             [--rate S]: live ranks, closed loop or S submissions/s
+                             offered; -- --verified-only / --no-verified: only / without
                              verified runs; -- --queues [--jobs N] [--rounds R]: Scorecast's
                              queues beside BullMQ, installed under target/bench-bullmq;
                              -- --leagues [--players N] [--submissions N] [--rounds R]:

@@ -24,6 +24,13 @@
 //! view-read calls are the calls beyond the submission batches (one `seq` bump each), next to
 //! the `me` standings the hub read rather than derived.
 //!
+//! `--rate R`: the players together offer `R` submissions a second, each player on a fixed
+//! slot (at most one in flight; one that falls behind skips the slots it missed) and reading its
+//! pushes between submissions, instead of submitting again as soon as it is acked. Both runs
+//! then do the same submissions, so their server CPU differs by what the views cost: the CPU
+//! per push is read without the closed loop's rates, which move with the machine's load. The
+//! rounds are ranked by it.
+//!
 //! `--sizes N,M,...`: the whole scenario once per player count (e.g. `--sizes 1000,10000`),
 //! each on a fresh Redis and server, one after the other.
 //!
@@ -74,10 +81,13 @@ struct Args {
     against: Option<std::path::PathBuf>,
     /// Player counts to run the scenario at, one after the other (empty: `players`).
     sizes: Vec<usize>,
+    /// Submissions offered per second, all players together (0: each player submits again as
+    /// soon as its last submission is acked).
+    rate: u64,
 }
 
 const USAGE: &str =
-    "loadgen_views [--players N=1000 | --sizes N,M,...] [--spectators K=10] [--seconds S=8] [--rounds R=3] [--http-workers W=0] [--views-first] [--against OTHER_LOADGEN_VIEWS]";
+    "loadgen_views [--players N=1000 | --sizes N,M,...] [--spectators K=10] [--seconds S=8] [--rounds R=3] [--http-workers W=0] [--views-first] [--rate SUBMISSIONS_PER_S] [--against OTHER_LOADGEN_VIEWS]";
 
 impl Args {
     fn parse(argv: &[String]) -> anyhow::Result<Args> {
@@ -90,6 +100,7 @@ impl Args {
             http_workers: 0,
             against: None,
             sizes: Vec::new(),
+            rate: 0,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -107,6 +118,7 @@ impl Args {
                 "--seconds" => a.seconds = value()?,
                 "--rounds" => a.rounds = (value()? as usize).max(1),
                 "--http-workers" => a.http_workers = value()? as usize,
+                "--rate" => a.rate = value()?,
                 "--sizes" => {
                     let list = it
                         .next()
@@ -127,6 +139,19 @@ impl Args {
             }
         }
         Ok(a)
+    }
+
+    /// Player `i`'s pace in a run that starts at `start`: at a fixed rate, the players' slots
+    /// are spread evenly over one interval.
+    fn pace(&self, start: Instant, i: usize) -> Pace {
+        if self.rate == 0 {
+            return Pace::Closed;
+        }
+        let every = Duration::from_secs_f64(self.players as f64 / self.rate as f64);
+        Pace::Every {
+            first: start + every.mul_f64(i as f64 / self.players as f64),
+            every,
+        }
     }
 }
 
@@ -329,7 +354,6 @@ struct Run {
 /// staleness (µs).
 type PlayerResult = (Vec<u64>, u64, Vec<u64>, Vec<u64>);
 
-/// One player keeping one submission in flight until `deadline`.
 /// What a player reads of a server message.
 #[derive(serde::Deserialize)]
 struct Answer<'a> {
@@ -340,23 +364,127 @@ struct Answer<'a> {
     score: Option<i64>,
 }
 
+/// What one player saw: its acks' round trips, its `me` pushes, their latency from the
+/// submission, and their staleness from the ack.
+#[derive(Default)]
+struct Tally {
+    acks: Vec<u64>,
+    pushes: u64,
+    me_lat: Vec<u64>,
+    stale: Vec<u64>,
+    /// Score -> when the submission that produced it was sent (until its push is seen).
+    sent_for: HashMap<i64, Instant>,
+    pushed: HashMap<i64, Instant>,
+    /// Staleness: the scores acked and not yet shown by a push, with when their ack came.
+    acked_at: Vec<(i64, Instant)>,
+    /// The highest score a push showed so far.
+    shown: i64,
+}
+
+impl Tally {
+    /// Takes one server message in; true when it is the ack of `in_flight` (its id, and when
+    /// it was sent).
+    fn read(&mut self, text: &str, in_flight: Option<(&str, Instant)>) -> anyhow::Result<bool> {
+        let now = Instant::now();
+        // Only the fields read here: the load generator shares the machine with the server.
+        let v: Answer = serde_json::from_str(text)?;
+        if v.kind == "rank" {
+            self.pushes += 1;
+            if let Some(s) = v.score {
+                // Scores only grow: a push showing `s` brings every change up to it.
+                self.shown = self.shown.max(s);
+                let stale = &mut self.stale;
+                self.acked_at.retain(|&(k, at)| {
+                    let seen = k <= s;
+                    if seen {
+                        stale.push(now.duration_since(at).as_micros() as u64);
+                    }
+                    !seen
+                });
+                match self.sent_for.remove(&s) {
+                    Some(t0) => self.me_lat.push(now.duration_since(t0).as_micros() as u64),
+                    None => {
+                        self.pushed.insert(s, now);
+                    }
+                }
+                // Scores only grow: older ones were coalesced away.
+                self.sent_for.retain(|k, _| *k > s);
+            }
+            return Ok(false);
+        }
+        let Some((id, t)) = in_flight.filter(|(id, _)| v.id.as_deref() == Some(*id)) else {
+            return Ok(false);
+        };
+        anyhow::ensure!(v.kind == "ack", "submission {id} refused: {text}");
+        self.acks.push(t.elapsed().as_micros() as u64);
+        if let Some(s) = v.score {
+            if s <= self.shown {
+                // Its push came first (or in the same write).
+                self.stale.push(0);
+            } else {
+                self.acked_at.push((s, now));
+            }
+            match self.pushed.remove(&s) {
+                Some(at) => self
+                    .me_lat
+                    .push(at.saturating_duration_since(t).as_micros() as u64),
+                None => {
+                    self.sent_for.insert(s, t);
+                }
+            }
+            self.pushed.retain(|k, _| *k > s);
+        }
+        Ok(true)
+    }
+}
+
+/// When a player submits: back to back (one submission in flight), or paced at a fixed
+/// offered rate.
+#[derive(Clone, Copy)]
+enum Pace {
+    /// The next submission goes as soon as the last one is acked.
+    Closed,
+    /// One submission every `every`, the first at `first`; a player whose ack came after its
+    /// next slot submits at once, without catching up the slots it missed.
+    Every { first: Instant, every: Duration },
+}
+
+/// One player submitting until `deadline`, one submission in flight at most.
 async fn play(
     mut ws: Ws,
     i: usize,
     board: &'static str,
+    pace: Pace,
     deadline: Instant,
 ) -> anyhow::Result<PlayerResult> {
-    let (mut acks, mut pushes, mut me_lat) = (Vec::new(), 0u64, Vec::new());
-    // Score -> when the submission that produced it was sent (until its push is seen).
-    let mut sent_for: HashMap<i64, Instant> = HashMap::new();
-    let mut pushed: HashMap<i64, Instant> = HashMap::new();
-    // Staleness: the scores acked and not yet shown by a push, with when their ack came; the
-    // highest score a push showed so far.
-    let mut stale = Vec::new();
-    let mut acked_at: Vec<(i64, Instant)> = Vec::new();
-    let mut shown = i64::MIN;
+    let mut tally = Tally {
+        shown: i64::MIN,
+        ..Tally::default()
+    };
     let mut n = 0u64;
-    while Instant::now() < deadline {
+    let mut slot = match pace {
+        Pace::Closed => None,
+        Pace::Every { first, .. } => Some(first),
+    };
+    loop {
+        if let Some(at) = slot {
+            if at >= deadline {
+                break;
+            }
+            // Between submissions the player still reads its pushes, as a browser would.
+            let at = tokio::time::Instant::from_std(at);
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => break,
+                    text = next_text(&mut ws, WAIT_ANSWER) => {
+                        tally.read(&text?, None)?;
+                    }
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
         n += 1;
         let id = format!("p{i}-{n}");
         let t = Instant::now();
@@ -366,55 +494,12 @@ async fn play(
             json!({"type": "submit", "id": id, "board": board, "points": points}),
         )
         .await?;
-        loop {
-            let text = next_text(&mut ws, WAIT_ANSWER).await?;
-            let now = Instant::now();
-            // Only the fields read here: the load generator shares the machine with the server.
-            let v: Answer = serde_json::from_str(&text)?;
-            if v.kind == "rank" {
-                pushes += 1;
-                if let Some(s) = v.score {
-                    // Scores only grow: a push showing `s` brings every change up to it.
-                    shown = shown.max(s);
-                    acked_at.retain(|&(k, at)| {
-                        let seen = k <= s;
-                        if seen {
-                            stale.push(now.duration_since(at).as_micros() as u64);
-                        }
-                        !seen
-                    });
-                    match sent_for.remove(&s) {
-                        Some(t0) => me_lat.push(now.duration_since(t0).as_micros() as u64),
-                        None => {
-                            pushed.insert(s, now);
-                        }
-                    }
-                    // Scores only grow: older ones were coalesced away.
-                    sent_for.retain(|k, _| *k > s);
-                }
-            } else if v.id.as_deref() == Some(id.as_str()) {
-                anyhow::ensure!(v.kind == "ack", "submission refused: {text}");
-                acks.push(t.elapsed().as_micros() as u64);
-                if let Some(s) = v.score {
-                    if s <= shown {
-                        // Its push came first (or in the same write).
-                        stale.push(0);
-                    } else {
-                        acked_at.push((s, now));
-                    }
-                    match pushed.remove(&s) {
-                        Some(at) => me_lat.push(at.saturating_duration_since(t).as_micros() as u64),
-                        None => {
-                            sent_for.insert(s, t);
-                        }
-                    }
-                    pushed.retain(|k, _| *k > s);
-                }
-                break;
-            }
+        while !tally.read(&next_text(&mut ws, WAIT_ANSWER).await?, Some((&id, t)))? {}
+        if let (Some(at), Pace::Every { every, .. }) = (slot, pace) {
+            slot = Some((at + every).max(Instant::now()));
         }
     }
-    Ok((acks, pushes, me_lat, stale))
+    Ok((tally.acks, tally.pushes, tally.me_lat, tally.stale))
 }
 
 /// The `top` spectators and the probe player, on a thread and a runtime of their own: they stand
@@ -561,7 +646,7 @@ async fn run(
     let player_tasks: Vec<_> = players
         .into_iter()
         .enumerate()
-        .map(|(i, ws)| tokio::spawn(play(ws, i, board, deadline)))
+        .map(|(i, ws)| tokio::spawn(play(ws, i, board, a.pace(start, i), deadline)))
         .collect();
     let (mut acks, mut pushes, mut me_lat, mut stale) = (Vec::new(), 0u64, Vec::new(), Vec::new());
     for (i, t) in player_tasks.into_iter().enumerate() {
@@ -634,8 +719,12 @@ async fn bench(a: &Args) -> anyhow::Result<()> {
         .map(|n| n.get())
         .unwrap_or(0);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let pace = match a.rate {
+        0 => "1 submission in flight each".to_owned(),
+        r => format!("{r} submissions/s offered, at most 1 in flight each"),
+    };
     println!(
-        "live ranks: {} players (1 submission in flight each), {} top-10 spectators, {} s per run; {cores} cores, loadavg {}",
+        "live ranks: {} players ({pace}), {} top-10 spectators, {} s per run; {cores} cores, loadavg {}",
         a.players,
         a.spectators,
         a.seconds,
@@ -725,13 +814,29 @@ impl Side {
 /// submissions/s with views, median `me` p99 in ms).
 fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
     let rate = |r: &Run| r.submissions as f64 / r.seconds;
-    let mut ratios: Vec<(f64, usize)> = pairs
+    // Server CPU per submission, and what the views run spent beyond it per delivered `me`
+    // push: the views run's CPU less what its submissions cost in the plain run (delivery,
+    // derivation, rendering), less sensitive to the machine's load than the rates.
+    let per_sub = |r: &Run| r.server_cpu_s * 1e6 / r.submissions.max(1) as f64;
+    let per_push = |(p, v): &(Run, Run)| {
+        (per_sub(v) - per_sub(p)) * v.submissions as f64 / v.me_pushes.max(1) as f64
+    };
+    // Closed loop: the median round by the ratio of rates. At a fixed offered rate both runs
+    // submit at that rate, so the rounds are ranked by the CPU per push instead.
+    let mut ratios: Vec<(f64, f64, usize)> = pairs
         .iter()
         .enumerate()
-        .map(|(i, (p, v))| (rate(v) / rate(p), i))
+        .map(|(i, pair)| {
+            let key = if a.rate == 0 {
+                rate(&pair.1) / rate(&pair.0)
+            } else {
+                per_push(pair)
+            };
+            (key, rate(&pair.1) / rate(&pair.0), i)
+        })
         .collect();
     ratios.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let (ratio, median) = ratios[ratios.len() / 2];
+    let (_, ratio, median) = ratios[ratios.len() / 2];
     println!(
         "{:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8}",
         "run",
@@ -789,13 +894,29 @@ fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
     // staleness p99 of 1 s, below it 0.9 and 100 ms.
     let big = a.players >= 10_000;
     let target = if big { "0.80" } else { "0.90" };
-    println!(
-        "submissions/s with me views / without: {ratio:.2}, the median of {} rounds ({}) (target ≥ {target}); the figures below are the median round's ({})",
-        a.rounds,
-        each.join(", "),
-        median + 1
-    );
-    let (plain, views) = &pairs[median];
+    if a.rate == 0 {
+        println!(
+            "submissions/s with me views / without: {ratio:.2}, the median of {} rounds ({}) (target ≥ {target}); the figures below are the median round's ({})",
+            a.rounds,
+            each.join(", "),
+            median + 1
+        );
+    } else {
+        let each: Vec<String> = pairs
+            .iter()
+            .map(|pair| format!("{:.1}", per_push(pair)))
+            .collect();
+        println!(
+            "offered {} submissions/s in both runs: server µs per me push {:.1}, the median of {} rounds ({}); the figures below are that round's ({})",
+            a.rate,
+            per_push(&pairs[median]),
+            a.rounds,
+            each.join(", "),
+            median + 1
+        );
+    }
+    let pair = &pairs[median];
+    let (plain, views) = pair;
     for r in [&plain, &views] {
         // INFO commandstats cannot tell the scripts apart (both are EVALSHA): the calls beyond
         // the submission batches are view reads (top reads, and `me` bulk reads if any).
@@ -818,19 +939,21 @@ fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
         "server CPU per delivered me push (views run, all server work included): {:.1} µs",
         views.server_cpu_s * 1e6 / views.me_pushes.max(1) as f64
     );
-    // The views run's server CPU less what its submissions cost in the plain run: what the
-    // pushes cost (delivery, derivation, rendering), less sensitive to the machine's load than
-    // the rates.
-    let per_sub = plain.server_cpu_s / plain.submissions.max(1) as f64;
-    let per_push = (views.server_cpu_s - per_sub * views.submissions as f64) * 1e6
-        / views.me_pushes.max(1) as f64;
+    let per_push = per_push(pair);
     println!(
-        "server CPU per submission (plain run): {:.1} µs; beyond it per delivered me push (views run): {per_push:.1} µs",
-        per_sub * 1e6,
+        "server CPU per submission: plain run {:.1} µs, views run {:.1} µs (plain / views {:.2}); beyond the plain run's, per delivered me push (views run): {per_push:.1} µs",
+        per_sub(plain),
+        per_sub(views),
+        per_sub(plain) / per_sub(views),
     );
+    let offered = if a.rate == 0 {
+        String::new()
+    } else {
+        format!(" at {} submissions/s offered", a.rate)
+    };
     // The figures the targets are stated in.
     println!(
-        "SUMMARY {} players: submissions/s with views {:.0}, without {:.0}, ratio {ratio:.2} (target ≥ {target}); ack p99 {:.1} ms (without views {:.1} ms); top push p99 from the probe's commit {:.1} ms (target ≤ 150 ms; from its send, its own round trip included: {:.1} ms); me pushes/s {:.0}; server µs per me push {per_push:.1} (target ≤ 8); me staleness from the ack p50 {:.1} ms, p99 {:.1} ms (target ≤ {} ms)",
+        "SUMMARY {} players{offered}: submissions/s with views {:.0}, without {:.0}, ratio {ratio:.2} (target ≥ {target}); ack p99 {:.1} ms (without views {:.1} ms); top push p99 from the probe's commit {:.1} ms (target ≤ 150 ms; from its send, its own round trip included: {:.1} ms); me pushes/s {:.0}; server µs per me push {per_push:.1} (target ≤ 8); me staleness from the ack p50 {:.1} ms, p99 {:.1} ms (target ≤ {} ms)",
         a.players,
         rate(views),
         rate(plain),
