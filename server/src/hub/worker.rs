@@ -1,18 +1,20 @@
 //! The per-board flush task. An event marks the board dirty and wakes its worker; the worker
 //! waits out the coalescing window (at most one flush per `coalesce_ms`, so at most one message
 //! per view per window, always the latest state), plans under the lock, reads outside it, and
-//! offers the rendered messages under the lock again. Offering never awaits a socket.
+//! offers the rendered messages under the lock again, a chunk of subscriptions at a time with the
+//! thread yielded in between (`top` views first). Offering never awaits a socket.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use scorecast_shared::board::Ranking;
+use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Entry, Id, View};
 use tokio::time::Instant;
 
 use super::around::{Kept, Window};
-use super::board::{Board, BoardCell};
+use super::board::{Board, BoardCell, SubKey};
 use super::changes;
 use super::derive::Standings;
 use super::plan::{self, Plan, Planned, Want};
@@ -28,6 +30,9 @@ struct Pages {
     /// The bulk read of the `me` standings that could not be derived.
     me: Option<Page>,
 }
+
+/// Subscriptions offered their messages per hold of the board's lock ([`Inner::offer`]).
+const OFFER_CHUNK: usize = 256;
 
 /// How often a board's worker reads its config again (whether its ranking is ordinal).
 const CONFIG_EVERY: Duration = Duration::from_secs(1);
@@ -101,6 +106,10 @@ struct Flushed {
     deferred: u64,
     /// `me` and `around` messages it offered.
     sent: u64,
+    /// `me` views were held back for an ack (`commit.rs`): the worker flushes again.
+    held: bool,
+    /// The time the offer spent under the board's lock, its chunks summed.
+    busy: Duration,
 }
 
 /// Flushes one board's views until the registry dropped its cell, taking only the board's own
@@ -163,10 +172,9 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
         }
         match inner.read_plan(&board, &plan).await {
             Ok(pages) => {
-                let offering = Instant::now();
-                let flushed = inner.offer(&board, &cell, plan, pages);
+                let flushed = inner.offer(&board, &cell, plan, pages).await;
                 if players_due {
-                    let busy = planned + offering.elapsed();
+                    let busy = planned + flushed.busy;
                     let (w, mut cause) = next_window(window, coalesce, flushed, busy);
                     window = w;
                     let owed = inner.budget.spend(flushed.sent, started);
@@ -264,29 +272,88 @@ impl Inner {
         Ok(Pages { views, me })
     }
 
-    /// Offers the flush's messages to the subscriptions it was planned for.
-    fn offer(&self, board: &Id, cell: &BoardCell, plan: Plan, pages: Pages) -> Flushed {
+    /// Offers the flush's messages to the subscriptions it was planned for, `top` views first,
+    /// [`OFFER_CHUNK`] subscriptions at a time: the board's lock is released and the thread
+    /// yielded between chunks, so a flush of 10 000 watchers never holds up the connections,
+    /// the submissions or the other boards for its whole length. Each chunk renders from the
+    /// standings this flush derived (a later event only marks the board dirty again) and finds
+    /// its subscriptions again (one dropped meanwhile is skipped).
+    async fn offer(&self, board: &Id, cell: &BoardCell, mut plan: Plan, pages: Pages) -> Flushed {
+        let mut flushed = Flushed::default();
+        let Some(season) = self.take_pages(board, cell, &plan, &pages) else {
+            return flushed;
+        };
+        let views = pages.views;
+        // The renders shared by several subscriptions (`top`, `around`), kept across chunks.
+        let mut built: HashMap<(Want, u64), Built> = HashMap::new();
+        // `around` windows sent from their kept rows (`around.rs`), with no read.
+        let mut derived_pages: HashMap<Want, Page> = HashMap::new();
+        for (i, chunk) in offer_order(std::mem::take(&mut plan.targets)).enumerate() {
+            if i > 0 {
+                tokio::task::yield_now().await;
+            }
+            let started = Instant::now();
+            {
+                let mut b = cell.lock();
+                if b.gone {
+                    break;
+                }
+                self.offer_chunk(
+                    board,
+                    &mut b,
+                    &plan,
+                    &chunk,
+                    &season,
+                    &views,
+                    &mut built,
+                    &mut derived_pages,
+                    &mut flushed,
+                );
+            }
+            flushed.busy += started.elapsed();
+        }
+        metrics::DEFERRED.inc_by(flushed.deferred);
+        let mut b = cell.lock();
+        b.counts.deferred += flushed.deferred;
+        b.counts.pushed += flushed.sent;
+        if flushed.deferred > 0 || flushed.held {
+            b.dirty.any = true;
+            b.wake.notify_one();
+        }
+        flushed
+    }
+
+    /// The flush's reads taken in (under the board's lock): the `seq` checked, the `me`
+    /// standings read learnt. Returns the season to render for (`None`: nothing to offer).
+    fn take_pages(
+        &self,
+        board: &Id,
+        cell: &BoardCell,
+        plan: &Plan,
+        pages: &Pages,
+    ) -> Option<String> {
+        let me_page = pages.me.as_ref();
         let mut guard = cell.lock();
         let b = &mut *guard;
         if b.gone {
-            return Flushed::default();
+            return None;
         }
-        let Pages { views, me: me_page } = pages;
-        let (lowest, highest) = views
+        let (lowest, highest) = pages
+            .views
             .values()
-            .chain(me_page.as_ref())
+            .chain(me_page)
             .map(|p| p.seq)
             .fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
         if !plan.resync && lowest < plan.high_seq {
             tracing::warn!(%board, seq = lowest, known = plan.high_seq, "seq went backwards: Redis lost its data; resyncing");
             b.mark_resync();
-            return Flushed::default();
+            return None;
         }
         b.high_seq = b.high_seq.max(highest);
-        if let Some(p) = views.values().chain(me_page.as_ref()).next() {
+        if let Some(p) = pages.views.values().chain(me_page).next() {
             b.season = Some(p.season.clone());
         }
-        if let Some(page) = &me_page {
+        if let Some(page) = me_page {
             metrics::ME_STANDINGS
                 .with_label_values(&["read"])
                 .inc_by(plan.me_reads.len() as u64);
@@ -305,36 +372,42 @@ impl Inner {
             // Every watcher's unknown standing was read by this flush.
             b.me.mark_known(lost);
         }
-        let Some(season) = b.season.clone() else {
-            return Flushed::default();
-        };
-        let mut built: HashMap<(Want, u64), Built> = HashMap::new();
-        // Sized for every target: grown from empty it would rehash a few times per flush.
+        b.season.clone()
+    }
+
+    /// Offers one chunk of the flush's subscriptions their messages (under the board's lock).
+    #[allow(clippy::too_many_arguments)]
+    fn offer_chunk(
+        &self,
+        board: &Id,
+        b: &mut Board,
+        plan: &Plan,
+        chunk: &[(SubKey, u64)],
+        season: &str,
+        views: &HashMap<Want, Page>,
+        built: &mut HashMap<(Want, u64), Built>,
+        derived_pages: &mut HashMap<Want, Page>,
+        flushed: &mut Flushed,
+    ) {
+        // Sized for every target of the chunk: grown from empty it would rehash a few times.
         let mut built_me: foldhash::HashMap<&Id, Built> =
-            foldhash::HashMap::with_capacity_and_hasher(plan.targets.len(), Default::default());
+            foldhash::HashMap::with_capacity_and_hasher(chunk.len(), Default::default());
         // `top` and `around` renders never touch standings (`me` views render from `b.me`).
         let mut no_standings = Standings::default();
         let ordinal = b.ordinal == Some(true);
-        // `around` windows sent from their kept rows (`around.rs`), with no read.
-        let mut derived_pages: HashMap<Want, Page> = HashMap::new();
         let Board {
             subs,
             forced,
             me,
-            dirty,
-            wake,
             counts,
             ..
         } = b;
-        // `me` views skipped because their session is behind: the worker flushes again.
-        let mut flushed = Flushed::default();
         let window = Duration::from_millis(self.ws.coalesce_ms);
         let behind_after = 2 * window;
         let now = std::time::Instant::now();
-        // `me` views held back for an ack (`commit.rs`): the worker flushes again.
-        let mut held = false;
-        for (key, gen) in plan.targets {
-            let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == gen) else {
+        for (key, gen) in chunk {
+            let key = *key;
+            let Some(sub) = subs.get_mut(&key).filter(|s| s.gen == *gen) else {
                 continue;
             };
             let msg = match (sub.view, sub.player.as_ref()) {
@@ -344,7 +417,7 @@ impl Inner {
                     if !plan.resync && sub.held_for_ack(now, window) {
                         sub.force = true;
                         forced.insert(key);
-                        held = true;
+                        flushed.held = true;
                         continue;
                     }
                     let since = sub.outbox.view_pending_since(board, key.1);
@@ -369,7 +442,7 @@ impl Inner {
                         continue;
                     }
                     built_me.entry(player).or_insert_with(|| {
-                        render_me(board, player, &standing, &season, at, plan.resync)
+                        render_me(board, player, &standing, season, at, plan.resync)
                     })
                 }
                 _ => {
@@ -393,7 +466,7 @@ impl Inner {
                         (None, Some(k), Want::Around(..)) => {
                             derived_pages
                                 .entry(want.clone())
-                                .or_insert_with(|| k.window.page(&season, k.at));
+                                .or_insert_with(|| k.window.page(season, k.at));
                         }
                         _ => {}
                     }
@@ -417,15 +490,21 @@ impl Inner {
                 }
             }
         }
-        metrics::DEFERRED.inc_by(flushed.deferred);
-        counts.deferred += flushed.deferred;
-        counts.pushed += flushed.sent;
-        if flushed.deferred > 0 || held {
-            dirty.any = true;
-            wake.notify_one();
-        }
-        flushed
     }
+}
+
+/// The chunks a flush offers its subscriptions in: `top` views first (spectators are the last
+/// to wait), then the players' views, at most [`OFFER_CHUNK`] per chunk.
+fn offer_order(targets: Vec<(SubKey, u64)>) -> impl Iterator<Item = Vec<(SubKey, u64)>> {
+    let (mut top, players): (Vec<_>, Vec<_>) = targets
+        .into_iter()
+        .partition(|((_, kind), _)| *kind == ViewKind::Top);
+    top.extend(players);
+    let mut rest = top.into_iter().peekable();
+    std::iter::from_fn(move || {
+        rest.peek()?;
+        Some(rest.by_ref().take(OFFER_CHUNK).collect())
+    })
 }
 
 /// A flush failed: its views are to be recomputed at the next one.
@@ -444,6 +523,32 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// A flush offers `top` views first, then the players' views, in chunks of at most
+    /// `OFFER_CHUNK`, each subscription once.
+    #[test]
+    fn a_flush_offers_top_views_first_in_bounded_chunks() {
+        let kinds = [ViewKind::Me, ViewKind::Around, ViewKind::Top];
+        let targets: Vec<(SubKey, u64)> = (0..2 * OFFER_CHUNK as u64 + 10)
+            .map(|i| ((i, kinds[i as usize % 3]), i))
+            .collect();
+        let chunks: Vec<_> = offer_order(targets.clone()).collect();
+        assert_eq!(chunks.len(), 3);
+        assert!(chunks
+            .iter()
+            .all(|c| !c.is_empty() && c.len() <= OFFER_CHUNK));
+        let order: Vec<(SubKey, u64)> = chunks.concat();
+        let tops = targets
+            .iter()
+            .filter(|((_, k), _)| *k == ViewKind::Top)
+            .count();
+        assert!(order[..tops].iter().all(|((_, k), _)| *k == ViewKind::Top));
+        assert!(order[tops..].iter().all(|((_, k), _)| *k != ViewKind::Top));
+        let mut sorted = order.clone();
+        sorted.sort_unstable_by_key(|t| t.1);
+        assert_eq!(sorted, targets, "each subscription once");
+        assert_eq!(offer_order(Vec::new()).count(), 0);
+    }
+
     /// The players' window doubles while most `me` watchers are behind, up to 20 windows (1 s
     /// at 50 ms), and halves back once they keep up; a flush without `me` views never
     /// stretches it.
@@ -455,11 +560,13 @@ mod tests {
             me: 10,
             deferred: 6,
             sent: 4,
+            ..Flushed::default()
         };
         let keeping_up = Flushed {
             me: 10,
             deferred: 5,
             sent: 5,
+            ..Flushed::default()
         };
         let mut w = coalesce;
         for want in [100, 200, 400, 800, 1000, 1000] {
