@@ -410,33 +410,23 @@ impl Standings {
                     movers.push(s);
                 }
             }
-            // Out at its old rank: a standing known there must be the mover's own.
-            let out = match m.previous_rank.map(|old| tree.take(old)) {
-                None => None,
-                Some(Ok(n)) => n,
-                // Two standings at one rank: they were not derived from one board.
-                Some(Err(_)) => return false,
-            };
-            match (tracked, out) {
-                (Some(s), Some(n)) if tree.value(n) == s => {}
-                (Some(s), None) if !slots[s as usize].ranked_now => {}
-                (None, None) => {}
-                _ => return false,
-            }
-            let old = m.previous_rank.unwrap_or(UNRANKED);
-            let new = m.rank.unwrap_or(UNRANKED);
-            match new.cmp(&old) {
-                std::cmp::Ordering::Less => tree.add(new, old - 1, 1),
-                std::cmp::Ordering::Greater => tree.add(old + 1, new.min(UNRANKED - 1), -1),
-                std::cmp::Ordering::Equal => {}
+            // Out at its old rank (a standing known there must be the mover's own), the ranks
+            // between shift by one, and the mover's standing, if tracked, in at its new rank.
+            let moved = tree.relocate(m.previous_rank, m.rank, |tree, out| match (tracked, out) {
+                (Some(s), Some(n)) if tree.value(n) == s => Ok(Some(n)),
+                (Some(s), None) if !slots[s as usize].ranked_now => Ok(Some(tree.fresh(s))),
+                (None, None) => Ok(None),
+                _ => Err(()),
+            });
+            if moved.is_err() {
+                // Two standings at one rank, or one the mover disagreed with: they were not
+                // derived from one board.
+                return false;
             }
             if let Some(s) = tracked {
                 let slot = &mut slots[s as usize];
                 slot.st.score = m.score;
                 slot.ranked_now = m.rank.is_some();
-                if let (Some(n), Some(r)) = (out.or_else(|| Some(tree.fresh(s))), m.rank) {
-                    tree.insert(n, r);
-                }
             }
             true
         });

@@ -2,7 +2,9 @@
 //! with a lazy range add. Pure.
 //!
 //! A move takes one player out at its old rank, shifts every rank of its span by one and puts the
-//! player back at its new rank. Here each of those is a split or a merge, `O(log W)` for `W`
+//! player back at its new rank. Here the three are one pass ([`Treap::relocate`]): three splits
+//! cut the tree at the old rank, around it and at the new one, a lazy add shifts the span, and
+//! three merges join the pieces again with the mover in place. Each is `O(log W)` for `W`
 //! standings, so applying `K` moves costs `O(K log W)` whoever moves: no pass over the other
 //! movers, no sort. Nodes live in one buffer kept between flushes and are named by index.
 
@@ -21,10 +23,6 @@ struct Node {
     /// What the caller keeps at this rank (a standing's slot).
     value: u32,
 }
-
-/// Two nodes held the same rank ([`Treap::take`]).
-#[derive(Debug, PartialEq, Eq)]
-pub struct Duplicate;
 
 /// A set of ranks (distinct), each holding a value.
 #[derive(Default)]
@@ -137,28 +135,87 @@ impl Treap {
         }
     }
 
-    /// Takes out the node at `rank`, if there is one: its index, to put back with
-    /// [`Treap::insert`]. `Err` (the tree unchanged) when several nodes hold `rank`: the ranks
-    /// it was given were not those of one board.
-    pub fn take(&mut self, rank: u64) -> Result<Option<u32>, Duplicate> {
-        let (a, b) = self.split(self.root, rank);
-        let (x, c) = self.split(b, rank.saturating_add(1));
-        if x == NIL {
-            self.root = self.merge(a, c);
-            return Ok(None);
+    /// One move, in one pass of three splits and three merges: takes out the node at `old`
+    /// (`None`: the mover was not ranked), shifts by one every rank between `old` and `new` (up
+    /// when the mover climbs, down when it falls; `None`, not ranked, is below every rank), and
+    /// puts a node at `new`. `put` is given the node taken out (`None`: no node held `old`) and
+    /// answers the node to put at `new` (`None`: none), or an error that leaves the tree as it
+    /// was. `Err(None)` when several nodes hold `old`: the ranks it was given were not those of
+    /// one board.
+    pub fn relocate<E>(
+        &mut self,
+        old: Option<u64>,
+        new: Option<u64>,
+        put: impl FnOnce(&mut Treap, Option<u32>) -> Result<Option<u32>, E>,
+    ) -> Result<(), Option<E>> {
+        // Below `o`, the node at `o`, above `o`.
+        let (a, x, c) = match old {
+            Some(o) => {
+                let (a, b) = self.split(self.root, o);
+                let (x, c) = self.split(b, o.saturating_add(1));
+                (a, x, c)
+            }
+            None => (self.root, NIL, NIL),
+        };
+        let restore = |t: &mut Treap| {
+            let xc = t.merge(x, c);
+            t.root = t.merge(a, xc);
+        };
+        if x != NIL && (self.nodes[x as usize].left != NIL || self.nodes[x as usize].right != NIL) {
+            restore(self);
+            return Err(None);
         }
-        let node = self.nodes[x as usize];
-        if node.left != NIL || node.right != NIL {
-            let xc = self.merge(x, c);
-            self.root = self.merge(a, xc);
-            return Err(Duplicate);
-        }
-        self.root = self.merge(a, c);
-        self.nodes[x as usize].add = 0;
-        Ok(Some(x))
+        let n = match put(self, (x != NIL).then_some(x)) {
+            Ok(n) => n.filter(|_| new.is_some()),
+            Err(e) => {
+                restore(self);
+                return Err(Some(e));
+            }
+        };
+        let n = match n {
+            Some(n) => {
+                let node = &mut self.nodes[n as usize];
+                node.rank = new.unwrap_or(u64::MAX);
+                node.add = 0;
+                node.left = NIL;
+                node.right = NIL;
+                n
+            }
+            None => NIL,
+        };
+        let o = old.unwrap_or(u64::MAX);
+        let w = new.unwrap_or(u64::MAX);
+        self.root = if w < o {
+            // Climbing: the ranks from `w` to below `o` move down one place (+1).
+            let (a1, a2) = self.split(a, w);
+            self.shift(a2, 1);
+            let left = self.merge(a1, n);
+            let right = self.merge(a2, c);
+            self.merge(left, right)
+        } else if w > o {
+            // Falling: the ranks above `o` up to `w` move up one place (-1).
+            let (c1, c2) = self.split(c, w.saturating_add(1));
+            self.shift(c1, -1);
+            let left = self.merge(a, c1);
+            let right = self.merge(n, c2);
+            self.merge(left, right)
+        } else {
+            let left = self.merge(a, n);
+            self.merge(left, c)
+        };
+        Ok(())
     }
 
-    /// A new node holding `value`, outside the tree until [`Treap::insert`]ed.
+    /// Adds `d` to every rank of the tree `t` (lazily).
+    fn shift(&mut self, t: u32, d: i64) {
+        if t != NIL {
+            let node = &mut self.nodes[t as usize];
+            node.rank = (node.rank as i64 + d) as u64;
+            node.add += d;
+        }
+    }
+
+    /// A new node holding `value`, outside the tree until [`Treap::relocate`] puts it in.
     pub fn fresh(&mut self, value: u32) -> u32 {
         let priority = self.priority();
         self.nodes.push(Node {
@@ -172,33 +229,9 @@ impl Treap {
         (self.nodes.len() - 1) as u32
     }
 
-    /// The value of node `n` (from [`Treap::take`]).
+    /// The value of node `n`.
     pub fn value(&self, n: u32) -> u32 {
         self.nodes[n as usize].value
-    }
-
-    /// Puts node `n` (from [`Treap::take`] or [`Treap::fresh`]) at `rank`, which no other node holds.
-    pub fn insert(&mut self, n: u32, rank: u64) {
-        self.nodes[n as usize].rank = rank;
-        let (a, b) = self.split(self.root, rank);
-        let ab = self.merge(a, n);
-        self.root = self.merge(ab, b);
-    }
-
-    /// Adds `d` to every rank in `lo..=hi`.
-    pub fn add(&mut self, lo: u64, hi: u64, d: i64) {
-        if lo > hi {
-            return;
-        }
-        let (a, b) = self.split(self.root, lo);
-        let (m, c) = self.split(b, hi.saturating_add(1));
-        if m != NIL {
-            let node = &mut self.nodes[m as usize];
-            node.rank = (node.rank as i64 + d) as u64;
-            node.add += d;
-        }
-        let mc = self.merge(m, c);
-        self.root = self.merge(a, mc);
     }
 
     /// Every (rank, value) in rank order, into `out` (cleared first).
@@ -225,21 +258,35 @@ impl Treap {
 mod tests {
     use super::*;
 
-    /// Ranks given twice are found out, and the tree keeps every node.
-    #[test]
-    fn a_rank_held_twice_is_refused_and_nothing_is_lost() {
-        let mut t = Treap::default();
-        t.build(&[(1, 10), (2, 20), (2, 21), (3, 30)]);
-        assert_eq!(t.take(2), Err(Duplicate));
+    fn ranks(t: &mut Treap) -> Vec<(u64, u32)> {
         let mut out = Vec::new();
         t.sorted(&mut out);
-        assert_eq!(out, [(1, 10), (2, 20), (2, 21), (3, 30)]);
-        assert_eq!(t.take(3).map(|n| n.map(|n| t.value(n))), Ok(Some(30)));
+        out
     }
 
-    /// The same operations on a sorted `Vec` (the model) and on the treap give the same ranks.
+    /// Ranks given twice are found out, a refused `put` changes nothing, and the tree keeps
+    /// every node.
     #[test]
-    fn random_takes_inserts_and_adds_match_a_sorted_vec() {
+    fn a_rank_held_twice_or_a_refused_put_leaves_the_tree_as_it_was() {
+        let held = [(1, 10), (2, 20), (2, 21), (3, 30)];
+        let mut t = Treap::default();
+        t.build(&held);
+        let never = |_: &mut Treap, _| -> Result<Option<u32>, ()> { panic!("not asked") };
+        assert_eq!(t.relocate(Some(2), Some(1), never), Err(None));
+        assert_eq!(ranks(&mut t), held);
+        let refused = t.relocate(Some(3), Some(1), |t, out| {
+            assert_eq!(out.map(|n| t.value(n)), Some(30));
+            Err("no")
+        });
+        assert_eq!(refused, Err(Some("no")));
+        assert_eq!(ranks(&mut t), held);
+    }
+
+    /// The same moves on a sorted `Vec` (the model) and on the treap give the same ranks: a
+    /// ranked player moving, one joining (a node put, or none: not tracked), one leaving, and
+    /// a rank nobody holds.
+    #[test]
+    fn random_moves_match_a_sorted_vec() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut next = move |n: u64| {
             x ^= x << 13;
@@ -247,6 +294,27 @@ mod tests {
             x ^= x << 17;
             x % n
         };
+        // The model's move: out at `old`, the ranks between shift, `put` in at `new`.
+        fn model_move(
+            m: &mut Vec<(u64, u32)>,
+            old: Option<u64>,
+            new: Option<u64>,
+            put: Option<u32>,
+        ) {
+            let (o, w) = (old.unwrap_or(u64::MAX), new.unwrap_or(u64::MAX));
+            m.retain(|e| Some(e.0) != old);
+            for e in m.iter_mut() {
+                if w < o && e.0 >= w && e.0 < o {
+                    e.0 += 1;
+                } else if w > o && e.0 > o && e.0 <= w {
+                    e.0 -= 1;
+                }
+            }
+            if let (Some(w), Some(v)) = (new, put) {
+                m.push((w, v));
+            }
+            m.sort_unstable();
+        }
         for round in 0..50 {
             let mut model: Vec<(u64, u32)> = Vec::new();
             let mut rank = 0;
@@ -256,57 +324,49 @@ mod tests {
             }
             let mut t = Treap::default();
             t.build(&model);
+            let mut fresh = 1000;
             for _ in 0..300 {
-                match next(3) {
+                let top = rank + 2;
+                let new = (next(5) > 0).then(|| 1 + next(top));
+                let (old, put) = match next(3) {
+                    // A ranked player moves (or leaves).
                     0 if !model.is_empty() => {
-                        // A move: out at its rank, the ranks between shift, back at a new one.
-                        let i = next(model.len() as u64) as usize;
-                        let (old, v) = model.remove(i);
-                        let n = t
-                            .take(old)
-                            .expect("distinct ranks")
-                            .expect("a node at a held rank");
-                        assert_eq!(t.value(n), v);
-                        let new = 1 + next(rank + 2);
-                        let (lo, hi, d) = if new < old {
-                            (new, old - 1, 1)
-                        } else {
-                            (old + 1, new, -1)
-                        };
-                        t.add(lo, hi, d);
-                        for e in &mut model {
-                            if (lo..=hi).contains(&e.0) {
-                                e.0 = (e.0 as i64 + d) as u64;
-                            }
-                        }
-                        if model.iter().all(|e| e.0 != new) {
-                            t.insert(n, new);
-                            model.push((new, v));
-                            model.sort_unstable();
-                        }
+                        let (old, v) = model[next(model.len() as u64) as usize];
+                        (Some(old), Some(v))
                     }
+                    // One joins: tracked (a node put) or not.
                     1 => {
-                        // A join below `lo`: every rank from `lo` on moves down one.
-                        let lo = 1 + next(rank + 2);
-                        t.add(lo, u64::MAX - 1, 1);
-                        for e in &mut model {
-                            if e.0 >= lo {
-                                e.0 += 1;
-                            }
-                        }
+                        fresh += 1;
+                        (None, (next(2) == 0).then_some(fresh))
                     }
+                    // A rank nobody holds: nothing is taken out there.
                     _ => {
-                        let missing = 1 + next(rank + 2);
-                        if model.iter().all(|e| e.0 != missing) {
-                            assert_eq!(t.take(missing), Ok(None), "no node at a rank not held");
+                        let missing = 1 + next(top);
+                        if model.iter().any(|e| e.0 == missing) {
+                            continue;
                         }
+                        (Some(missing), None)
                     }
+                };
+                // No move lands on a rank that stays held (one board's ranks are distinct).
+                let mut after = model.clone();
+                model_move(&mut after, old, new, None);
+                if new.is_some_and(|w| put.is_some() && after.iter().any(|e| e.0 == w)) {
+                    continue;
                 }
+                t.relocate(old, new, |t, out| {
+                    assert_eq!(out.map(|n| t.value(n)), put.filter(|_| old.is_some()));
+                    Ok::<_, ()>(match (out, put) {
+                        (Some(n), _) => Some(n),
+                        (None, Some(v)) => Some(t.fresh(v)),
+                        (None, None) => None,
+                    })
+                })
+                .expect("distinct ranks");
+                model_move(&mut model, old, new, put);
                 rank = model.last().map_or(0, |e| e.0);
             }
-            let mut out = Vec::new();
-            t.sorted(&mut out);
-            assert_eq!(out, model, "round {round}");
+            assert_eq!(ranks(&mut t), model, "round {round}");
         }
     }
 }
