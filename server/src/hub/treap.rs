@@ -136,9 +136,8 @@ impl Treap {
     }
 
     /// One move, in one pass of three splits and three merges: takes out the node at `old`
-    /// (`None`: the mover was not ranked), shifts by one every rank between `old` and `new` (up
-    /// when the mover climbs, down when it falls; `None`, not ranked, is below every rank), and
-    /// puts a node at `new`. `put` is given the node taken out (`None`: no node held `old`) and
+    /// (`None`: the mover was not ranked), shifts by one every rank between `old` and `new`
+    /// (`None`, not ranked, counts as past the last rank), and puts a node at `new`. `put` is given the node taken out (`None`: no node held `old`) and
     /// answers the node to put at `new` (`None`: none), or an error that leaves the tree as it
     /// was. `Err(None)` when several nodes hold `old`: the ranks it was given were not those of
     /// one board.
@@ -186,14 +185,14 @@ impl Treap {
         let o = old.unwrap_or(u64::MAX);
         let w = new.unwrap_or(u64::MAX);
         self.root = if w < o {
-            // Climbing: the ranks from `w` to below `o` move down one place (+1).
+            // Climbing to `w`: the ranks from `w` to just before `o` each grow by one.
             let (a1, a2) = self.split(a, w);
             self.shift(a2, 1);
             let left = self.merge(a1, n);
             let right = self.merge(a2, c);
             self.merge(left, right)
         } else if w > o {
-            // Falling: the ranks above `o` up to `w` move up one place (-1).
+            // Falling to `w`: the ranks just after `o` up to `w` each shrink by one.
             let (c1, c2) = self.split(c, w.saturating_add(1));
             self.shift(c1, -1);
             let left = self.merge(a, c1);

@@ -112,6 +112,21 @@ struct Flushed {
     busy: Duration,
 }
 
+/// What the chunks of one flush's offer share (`Inner::offer`).
+struct Offering<'a> {
+    board: &'a Id,
+    plan: &'a Plan,
+    /// The season the messages are rendered for.
+    season: String,
+    /// The flush's `top` and `around` reads.
+    views: HashMap<Want, Page>,
+    /// Messages shared by several subscriptions (`top`, `around`), rendered once per flush.
+    built: HashMap<(Want, u64), Built>,
+    /// `around` windows sent from their kept rows (`around.rs`), with no read.
+    derived_pages: HashMap<Want, Page>,
+    flushed: Flushed,
+}
+
 /// Flushes one board's views until the registry dropped its cell, taking only the board's own
 /// lock: `top` views at most once per `coalesce_ms`, `me` and `around` views at most once per
 /// players' window (at least `coalesce_ms`: see [`next_window`]).
@@ -279,16 +294,20 @@ impl Inner {
     /// standings this flush derived (a later event only marks the board dirty again) and finds
     /// its subscriptions again (one dropped meanwhile is skipped).
     async fn offer(&self, board: &Id, cell: &BoardCell, mut plan: Plan, pages: Pages) -> Flushed {
-        let mut flushed = Flushed::default();
         let Some(season) = self.take_pages(board, cell, &plan, &pages) else {
-            return flushed;
+            return Flushed::default();
         };
-        let views = pages.views;
-        // The renders shared by several subscriptions (`top`, `around`), kept across chunks.
-        let mut built: HashMap<(Want, u64), Built> = HashMap::new();
-        // `around` windows sent from their kept rows (`around.rs`), with no read.
-        let mut derived_pages: HashMap<Want, Page> = HashMap::new();
-        for (i, chunk) in offer_order(std::mem::take(&mut plan.targets)).enumerate() {
+        let targets = std::mem::take(&mut plan.targets);
+        let mut o = Offering {
+            board,
+            plan: &plan,
+            season,
+            views: pages.views,
+            built: HashMap::new(),
+            derived_pages: HashMap::new(),
+            flushed: Flushed::default(),
+        };
+        for (i, chunk) in offer_order(targets).enumerate() {
             if i > 0 {
                 tokio::task::yield_now().await;
             }
@@ -298,20 +317,11 @@ impl Inner {
                 if b.gone {
                     break;
                 }
-                self.offer_chunk(
-                    board,
-                    &mut b,
-                    &plan,
-                    &chunk,
-                    &season,
-                    &views,
-                    &mut built,
-                    &mut derived_pages,
-                    &mut flushed,
-                );
+                self.offer_chunk(&mut o, &mut b, &chunk);
             }
-            flushed.busy += started.elapsed();
+            o.flushed.busy += started.elapsed();
         }
+        let flushed = o.flushed;
         metrics::DEFERRED.inc_by(flushed.deferred);
         let mut b = cell.lock();
         b.counts.deferred += flushed.deferred;
@@ -376,19 +386,17 @@ impl Inner {
     }
 
     /// Offers one chunk of the flush's subscriptions their messages (under the board's lock).
-    #[allow(clippy::too_many_arguments)]
-    fn offer_chunk(
-        &self,
-        board: &Id,
-        b: &mut Board,
-        plan: &Plan,
-        chunk: &[(SubKey, u64)],
-        season: &str,
-        views: &HashMap<Want, Page>,
-        built: &mut HashMap<(Want, u64), Built>,
-        derived_pages: &mut HashMap<Want, Page>,
-        flushed: &mut Flushed,
-    ) {
+    fn offer_chunk(&self, o: &mut Offering<'_>, b: &mut Board, chunk: &[(SubKey, u64)]) {
+        let Offering {
+            board,
+            plan,
+            season,
+            views,
+            built,
+            derived_pages,
+            flushed,
+        } = o;
+        let board: &Id = board;
         // Sized for every target of the chunk: grown from empty it would rehash a few times.
         let mut built_me: foldhash::HashMap<&Id, Built> =
             foldhash::HashMap::with_capacity_and_hasher(chunk.len(), Default::default());
