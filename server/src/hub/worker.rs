@@ -5,6 +5,7 @@
 //! thread yielded in between (`top` views first). Offering never awaits a socket.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -307,20 +308,18 @@ impl Inner {
             derived_pages: HashMap::new(),
             flushed: Flushed::default(),
         };
-        for (i, chunk) in offer_order(targets).enumerate() {
-            if i > 0 {
-                tokio::task::yield_now().await;
-            }
+        by_chunks(&top_first(targets), OFFER_CHUNK, |chunk| {
             let started = Instant::now();
-            {
-                let mut b = cell.lock();
-                if b.gone {
-                    break;
-                }
-                self.offer_chunk(&mut o, &mut b, &chunk);
+            let mut b = cell.lock();
+            if b.gone {
+                return ControlFlow::Break(());
             }
+            self.offer_chunk(&mut o, &mut b, chunk);
+            drop(b);
             o.flushed.busy += started.elapsed();
-        }
+            ControlFlow::Continue(())
+        })
+        .await;
         let flushed = o.flushed;
         metrics::DEFERRED.inc_by(flushed.deferred);
         let mut b = cell.lock();
@@ -501,18 +500,28 @@ impl Inner {
     }
 }
 
-/// The chunks a flush offers its subscriptions in: `top` views first (spectators are the last
-/// to wait), then the players' views, at most [`OFFER_CHUNK`] per chunk.
-fn offer_order(targets: Vec<(SubKey, u64)>) -> impl Iterator<Item = Vec<(SubKey, u64)>> {
+/// The order a flush offers its subscriptions in: `top` views first (spectators are the last
+/// to wait), then the players' views.
+fn top_first(targets: Vec<(SubKey, u64)>) -> Vec<(SubKey, u64)> {
     let (mut top, players): (Vec<_>, Vec<_>) = targets
         .into_iter()
         .partition(|((_, kind), _)| *kind == ViewKind::Top);
     top.extend(players);
-    let mut rest = top.into_iter().peekable();
-    std::iter::from_fn(move || {
-        rest.peek()?;
-        Some(rest.by_ref().take(OFFER_CHUNK).collect())
-    })
+    top
+}
+
+/// Runs `each` over `items`, `size` at a time, yielding the thread between two chunks so that
+/// the connections, the submissions and the other boards' flushes get their turn; stops when
+/// `each` answers `Break`.
+async fn by_chunks<T>(items: &[T], size: usize, mut each: impl FnMut(&[T]) -> ControlFlow<()>) {
+    for (i, chunk) in items.chunks(size).enumerate() {
+        if i > 0 {
+            tokio::task::yield_now().await;
+        }
+        if each(chunk).is_break() {
+            break;
+        }
+    }
 }
 
 /// A flush failed: its views are to be recomputed at the next one.
@@ -531,20 +540,14 @@ mod tests {
         Duration::from_millis(n)
     }
 
-    /// A flush offers `top` views first, then the players' views, in chunks of at most
-    /// `OFFER_CHUNK`, each subscription once.
+    /// A flush offers `top` views first, then the players' views, each subscription once.
     #[test]
-    fn a_flush_offers_top_views_first_in_bounded_chunks() {
+    fn a_flush_offers_top_views_first() {
         let kinds = [ViewKind::Me, ViewKind::Around, ViewKind::Top];
-        let targets: Vec<(SubKey, u64)> = (0..2 * OFFER_CHUNK as u64 + 10)
+        let targets: Vec<(SubKey, u64)> = (0..100u64)
             .map(|i| ((i, kinds[i as usize % 3]), i))
             .collect();
-        let chunks: Vec<_> = offer_order(targets.clone()).collect();
-        assert_eq!(chunks.len(), 3);
-        assert!(chunks
-            .iter()
-            .all(|c| !c.is_empty() && c.len() <= OFFER_CHUNK));
-        let order: Vec<(SubKey, u64)> = chunks.concat();
+        let order = top_first(targets.clone());
         let tops = targets
             .iter()
             .filter(|((_, k), _)| *k == ViewKind::Top)
@@ -554,7 +557,40 @@ mod tests {
         let mut sorted = order.clone();
         sorted.sort_unstable_by_key(|t| t.1);
         assert_eq!(sorted, targets, "each subscription once");
-        assert_eq!(offer_order(Vec::new()).count(), 0);
+    }
+
+    /// Chunks are at most `size` long, another task runs between two of them, and a `Break`
+    /// stops the rest.
+    #[tokio::test(flavor = "current_thread")]
+    async fn chunks_yield_the_thread_between_them_and_stop_on_break() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let turns = Arc::new(AtomicUsize::new(0));
+        let other = tokio::spawn({
+            let turns = turns.clone();
+            async move {
+                loop {
+                    turns.fetch_add(1, SeqCst);
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        let mut seen: Vec<(Vec<u32>, usize)> = Vec::new();
+        by_chunks(&[1, 2, 3, 4, 5, 6, 7], 3, |chunk| {
+            seen.push((chunk.to_vec(), turns.load(SeqCst)));
+            if chunk[0] == 4 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .await;
+        other.abort();
+        let chunks: Vec<&[u32]> = seen.iter().map(|(c, _)| c.as_slice()).collect();
+        assert_eq!(chunks, [&[1, 2, 3][..], &[4, 5, 6][..]], "stopped before 7");
+        assert!(
+            seen[1].1 > seen[0].1,
+            "another task ran between two chunks: {seen:?}"
+        );
     }
 
     /// The players' window doubles while most `me` watchers are behind, up to 20 windows (1 s
