@@ -26,7 +26,7 @@
 
 use scorecast_shared::Id;
 
-use super::treap::Treap;
+use super::treap::{Refused, Treap};
 
 /// One player's move, as the change event carries it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -416,7 +416,7 @@ impl Standings {
                 (Some(s), Some(n)) if tree.value(n) == s => Ok(Some(n)),
                 (Some(s), None) if !slots[s as usize].ranked_now => Ok(Some(tree.fresh(s))),
                 (None, None) => Ok(None),
-                _ => Err(()),
+                _ => Err(Refused),
             });
             if moved.is_err() {
                 // Two standings at one rank, or one the mover disagreed with: they were not

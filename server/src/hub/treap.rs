@@ -24,6 +24,10 @@ struct Node {
     value: u32,
 }
 
+/// A move was refused ([`Treap::relocate`]): the tree is as it was before it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refused;
+
 /// A set of ranks (distinct), each holding a value.
 #[derive(Default)]
 pub struct Treap {
@@ -138,15 +142,15 @@ impl Treap {
     /// One move, in one pass of three splits and three merges: takes out the node at `old`
     /// (`None`: the mover was not ranked), shifts by one every rank between `old` and `new`
     /// (`None`, not ranked, counts as past the last rank), and puts a node at `new`. `put` is given the node taken out (`None`: no node held `old`) and
-    /// answers the node to put at `new` (`None`: none), or an error that leaves the tree as it
-    /// was. `Err(None)` when several nodes hold `old`: the ranks it was given were not those of
-    /// one board.
-    pub fn relocate<E>(
+    /// answers the node to put at `new` (that one, one from [`Treap::fresh`], or `None`), or
+    /// refuses the move. Also refused when several nodes hold `old`: the ranks the tree was
+    /// given were not those of one board.
+    pub fn relocate(
         &mut self,
         old: Option<u64>,
         new: Option<u64>,
-        put: impl FnOnce(&mut Treap, Option<u32>) -> Result<Option<u32>, E>,
-    ) -> Result<(), Option<E>> {
+        put: impl FnOnce(&mut Treap, Option<u32>) -> Result<Option<u32>, Refused>,
+    ) -> Result<(), Refused> {
         // Below `o`, the node at `o`, above `o`.
         let (a, x, c) = match old {
             Some(o) => {
@@ -162,15 +166,13 @@ impl Treap {
         };
         if x != NIL && (self.nodes[x as usize].left != NIL || self.nodes[x as usize].right != NIL) {
             restore(self);
-            return Err(None);
+            return Err(Refused);
         }
-        let n = match put(self, (x != NIL).then_some(x)) {
-            Ok(n) => n.filter(|_| new.is_some()),
-            Err(e) => {
-                restore(self);
-                return Err(Some(e));
-            }
+        let Ok(n) = put(self, (x != NIL).then_some(x)) else {
+            restore(self);
+            return Err(Refused);
         };
+        let n = n.filter(|_| new.is_some());
         let n = match n {
             Some(n) => {
                 let node = &mut self.nodes[n as usize];
@@ -270,14 +272,14 @@ mod tests {
         let held = [(1, 10), (2, 20), (2, 21), (3, 30)];
         let mut t = Treap::default();
         t.build(&held);
-        let never = |_: &mut Treap, _| -> Result<Option<u32>, ()> { panic!("not asked") };
-        assert_eq!(t.relocate(Some(2), Some(1), never), Err(None));
+        let never = |_: &mut Treap, _| -> Result<Option<u32>, Refused> { panic!("not asked") };
+        assert_eq!(t.relocate(Some(2), Some(1), never), Err(Refused));
         assert_eq!(ranks(&mut t), held);
         let refused = t.relocate(Some(3), Some(1), |t, out| {
             assert_eq!(out.map(|n| t.value(n)), Some(30));
-            Err("no")
+            Err(Refused)
         });
-        assert_eq!(refused, Err(Some("no")));
+        assert_eq!(refused, Err(Refused));
         assert_eq!(ranks(&mut t), held);
     }
 
@@ -355,7 +357,7 @@ mod tests {
                 }
                 t.relocate(old, new, |t, out| {
                     assert_eq!(out.map(|n| t.value(n)), put.filter(|_| old.is_some()));
-                    Ok::<_, ()>(match (out, put) {
+                    Ok(match (out, put) {
                         (Some(n), _) => Some(n),
                         (None, Some(v)) => Some(t.fresh(v)),
                         (None, None) => None,
