@@ -350,10 +350,6 @@ struct Run {
     batches: u64,
 }
 
-/// Per player: acks' latencies (µs), `rank` pushes received, `me` push latencies (µs) and `me`
-/// staleness (µs).
-type PlayerResult = (Vec<u64>, u64, Vec<u64>, Vec<u64>);
-
 /// What a player reads of a server message.
 #[derive(serde::Deserialize)]
 struct Answer<'a> {
@@ -382,6 +378,14 @@ struct Tally {
 }
 
 impl Tally {
+    /// Adds another player's figures to these.
+    fn add(&mut self, other: Tally) {
+        self.acks.extend(other.acks);
+        self.pushes += other.pushes;
+        self.me_lat.extend(other.me_lat);
+        self.stale.extend(other.stale);
+    }
+
     /// Takes one server message in; true when it is the ack of `in_flight` (its id, and when
     /// it was sent).
     fn read(&mut self, text: &str, in_flight: Option<(&str, Instant)>) -> anyhow::Result<bool> {
@@ -456,7 +460,7 @@ async fn play(
     board: &'static str,
     pace: Pace,
     deadline: Instant,
-) -> anyhow::Result<PlayerResult> {
+) -> anyhow::Result<Tally> {
     let mut tally = Tally {
         shown: i64::MIN,
         ..Tally::default()
@@ -499,7 +503,7 @@ async fn play(
             slot = Some((at + every).max(Instant::now()));
         }
     }
-    Ok((tally.acks, tally.pushes, tally.me_lat, tally.stale))
+    Ok(tally)
 }
 
 /// The `top` spectators and the probe player, on a thread and a runtime of their own: they stand
@@ -648,14 +652,17 @@ async fn run(
         .enumerate()
         .map(|(i, ws)| tokio::spawn(play(ws, i, board, a.pace(start, i), deadline)))
         .collect();
-    let (mut acks, mut pushes, mut me_lat, mut stale) = (Vec::new(), 0u64, Vec::new(), Vec::new());
+    let mut all = Tally::default();
     for (i, t) in player_tasks.into_iter().enumerate() {
-        let (a, p, m, s) = t.await?.with_context(|| format!("{name} player {i}"))?;
-        acks.extend(a);
-        pushes += p;
-        me_lat.extend(m);
-        stale.extend(s);
+        all.add(t.await?.with_context(|| format!("{name} player {i}"))?);
     }
+    let Tally {
+        mut acks,
+        pushes,
+        mut me_lat,
+        mut stale,
+        ..
+    } = all;
     let seconds = start.elapsed().as_secs_f64();
     let cpu1 = cpu_seconds(pid)?;
     let own1 = cpu_seconds(std::process::id())?;
@@ -823,7 +830,7 @@ fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
     };
     // Closed loop: the median round by the ratio of rates. At a fixed offered rate both runs
     // submit at that rate, so the rounds are ranked by the CPU per push instead.
-    let mut ratios: Vec<(f64, f64, usize)> = pairs
+    let mut ranked: Vec<(f64, f64, usize)> = pairs
         .iter()
         .enumerate()
         .map(|(i, pair)| {
@@ -835,8 +842,8 @@ fn report(a: &Args, pairs: &[(Run, Run)]) -> (f64, f64, f64) {
             (key, rate(&pair.1) / rate(&pair.0), i)
         })
         .collect();
-    ratios.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let (_, ratio, median) = ratios[ratios.len() / 2];
+    ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let (_, ratio, median) = ranked[ranked.len() / 2];
     println!(
         "{:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8}",
         "run",
