@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use futures_util::SinkExt;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
-use scorecast_tests::process::{put_board, ServerProcess};
+use scorecast_tests::process::{logged, put_board, ServerProcess};
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{
     player_token, root, start_test_redis, temp_dir, ADMIN_TOKEN, EVENTUALLY, TOKEN_SECRET,
@@ -432,12 +432,15 @@ async fn two_instances_behind_nginx_with_tls() {
     }
     assert_eq!((held.len(), refused), (2, 2), "one per instance for {one}");
     // The refusals are logged with the player's address, not nginx's.
-    let logged = [a.output(), b.output()].concat();
+    let refusal = logged(&[&a, &b], |l| {
+        l.contains("WebSocket refused") && l.contains(&one.to_string())
+    })
+    .await;
     assert!(
-        logged
-            .lines()
-            .any(|l| l.contains("WebSocket refused") && l.contains(&one.to_string())),
-        "no refusal logged for {one}:\n{logged}"
+        refusal.is_some(),
+        "no refusal logged for {one}:\n{}{}",
+        a.output(),
+        b.output()
     );
     for _ in 0..2 {
         held.push(

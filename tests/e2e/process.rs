@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use redis::AsyncCommands;
-use scorecast_tests::process::{put_board, ServerProcess};
+use scorecast_tests::process::{logged, put_board, ServerProcess};
 use scorecast_tests::ws::{Incoming, WsClient, WAIT};
 use scorecast_tests::{
     hold_redis_busy, player_token, root, start_test_redis, temp_dir, TestRedis, ADMIN_TOKEN,
@@ -371,15 +371,11 @@ fn start_with(tag: &str, extra: &[(&'static str, &'static str)]) -> (ServerProce
 async fn start_up_prints_the_urls_of_the_pages() {
     let (server, _redis) = start_with("urls", &[]);
     let base = format!("http://127.0.0.1:{}", server.port);
-    let out = server.output();
     let http = reqwest::Client::new();
     for page in ["/", "/play", "/admin"] {
         let url = format!("{base}{page}");
-        assert!(
-            out.lines()
-                .any(|l| l.trim_end().ends_with(&format!(" {url}"))),
-            "{url} is printed:\n{out}"
-        );
+        let line = logged(&[&server], |l| l.trim_end().ends_with(&format!(" {url}"))).await;
+        assert!(line.is_some(), "{url} is printed:\n{}", server.output());
         assert_eq!(http.get(&url).send().await.unwrap().status(), 200, "{url}");
     }
 }

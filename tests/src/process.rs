@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::EVENTUALLY;
@@ -24,6 +25,8 @@ pub struct ServerProcess {
     pub port: u16,
     /// Everything it printed so far (stdout and stderr).
     output: Arc<Mutex<String>>,
+    /// The threads that read its stdout and stderr into `output`, until the pipes close.
+    readers: Vec<JoinHandle<()>>,
 }
 
 impl ServerProcess {
@@ -63,12 +66,15 @@ impl ServerProcess {
         }
         let mut child = cmd.spawn().expect("spawning scorecast");
         let output = Arc::new(Mutex::new(String::new()));
-        collect(child.stdout.take().unwrap(), output.clone());
-        collect(child.stderr.take().unwrap(), output.clone());
+        let readers = vec![
+            collect(child.stdout.take().unwrap(), output.clone()),
+            collect(child.stderr.take().unwrap(), output.clone()),
+        ];
         let mut p = ServerProcess {
             child,
             port: 0,
             output,
+            readers,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         p.port = loop {
@@ -123,11 +129,17 @@ impl ServerProcess {
     }
 
     /// Waits for the process to exit (bounded by three times [`EVENTUALLY`]: a graceful stop
-    /// may wait out in-flight work and its HTTP connections first).
+    /// may wait out in-flight work and its HTTP connections first), then for its pipes to be
+    /// read to the end, so that [`ServerProcess::output`] holds all it printed.
     pub fn wait_exit(&mut self) -> Option<ExitStatus> {
         let deadline = Instant::now() + 3 * EVENTUALLY;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
+                // The pipes close with the process: nothing else holds them (the embedded
+                // redis-server it starts writes to /dev/null).
+                for reader in self.readers.drain(..) {
+                    let _ = reader.join();
+                }
                 return Some(status);
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -136,7 +148,7 @@ impl ServerProcess {
     }
 }
 
-fn collect(from: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
+fn collect(from: impl Read + Send + 'static, into: Arc<Mutex<String>>) -> JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(from).lines() {
             let Ok(line) = line else { break };
@@ -145,7 +157,7 @@ fn collect(from: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
             out.push_str(&line);
             out.push('\n');
         }
-    });
+    })
 }
 
 impl Drop for ServerProcess {
@@ -154,6 +166,23 @@ impl Drop for ServerProcess {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+/// Waits (up to [`EVENTUALLY`]) until one of `procs` has printed a line that `wanted` accepts,
+/// and returns that line; `None` if none did. A line a process logs just before it answers
+/// reaches the pipe's reader thread a moment later, so a test reads it this way rather than
+/// from [`ServerProcess::output`] at once.
+pub async fn logged(procs: &[&ServerProcess], wanted: impl Fn(&str) -> bool) -> Option<String> {
+    let deadline = Instant::now() + EVENTUALLY;
+    loop {
+        let found = procs
+            .iter()
+            .find_map(|p| p.output().lines().find(|l| wanted(l)).map(str::to_owned));
+        if found.is_some() || Instant::now() >= deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
