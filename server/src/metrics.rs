@@ -142,8 +142,9 @@ pub static VIEWS_STRETCHED: LazyLock<IntCounterVec> = LazyLock::new(|| {
         "Flushes of a board's `me` and `around` views that stretched their coalescing window (or \
          kept it at its 1 s maximum), by cause: `sessions_behind` (most `me` watchers had not \
          written their last update), `flush_budget` (the flush's own work took more than a \
-         quarter of the window) or `push_budget` (the instance's flushes offered more `me` and \
-         `around` messages than `ws.player_pushes_per_sec`)",
+         quarter of the window), `push_budget` (the instance's flushes offered more `me` and \
+         `around` messages than `ws.player_pushes_per_sec`) or `with_acks` (most `me` watchers \
+         had their last update with their own ack, up to 500 ms)",
         &["cause"],
     )
 });
@@ -157,7 +158,8 @@ pub static VIEWS_WINDOW: LazyLock<prometheus::GaugeVec> = LazyLock::new(|| {
                 "The longest current coalescing window of `me` and `around` views among this \
                  instance's boards (`ws.coalesce_ms` when none is stretched, 0 when none was \
                  flushed), under the label of why it is stretched (`sessions_behind`, \
-                 `flush_budget`, `push_budget`; `none`: not stretched); the other labels read 0",
+                 `flush_budget`, `push_budget`, `with_acks`; `none`: not stretched); the other \
+                 labels read 0",
             ),
             &["cause"],
         )
@@ -167,7 +169,13 @@ pub static VIEWS_WINDOW: LazyLock<prometheus::GaugeVec> = LazyLock::new(|| {
 
 /// Sets `scorecast_views_window_seconds`: the longest window and the cause of its stretch.
 pub fn set_views_window(window: std::time::Duration, cause: &str) {
-    for c in ["none", "sessions_behind", "flush_budget", "push_budget"] {
+    for c in [
+        "none",
+        "sessions_behind",
+        "flush_budget",
+        "push_budget",
+        "with_acks",
+    ] {
         let v = if c == cause {
             window.as_secs_f64()
         } else {
@@ -418,7 +426,12 @@ pub fn render() -> String {
     LazyLock::force(&COALESCED);
     LazyLock::force(&DEFERRED);
     LazyLock::force(&WITH_ACK);
-    for cause in ["sessions_behind", "flush_budget", "push_budget"] {
+    for cause in [
+        "sessions_behind",
+        "flush_budget",
+        "push_budget",
+        "with_acks",
+    ] {
         VIEWS_STRETCHED.with_label_values(&[cause]);
     }
     for code in ["1000", "1001", "1002", "1007", "1008", "1009"] {

@@ -754,8 +754,6 @@ async fn after_a_burst_every_me_view_of_two_thousand_players_converges() {
 /// standing within one maximal window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converge() {
-    const N: usize = 200;
-    const ROUNDS: usize = 20;
     const PER_SEC: u32 = 400;
     let app = spawn_app_with(
         |s| {
@@ -765,11 +763,65 @@ async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converg
         Clock::Redis,
     )
     .await;
-    let board = "budget";
+    let run = submit_back_to_back_while_watching(&app, "budget", "push_budget").await;
+    let allowed = f64::from(PER_SEC) * run.elapsed.as_secs_f64() + WATCHERS as f64;
+    assert!(
+        run.pushed as f64 <= allowed,
+        "{} messages in {:?}: over the budget of {PER_SEC}/s",
+        run.pushed,
+        run.elapsed
+    );
+}
+
+/// Players who keep submitting get their rank with each ack: with no push budget, 200 players
+/// watching `me` and submitting back to back make their board's players' window stretch for
+/// that cause (`with_acks`), within its bound (500 ms), and once the load stops every last `me`
+/// push still equals the stored standing within one maximal window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_who_keep_submitting_stretch_the_window_and_the_views_still_converge() {
+    let app = spawn_app_with(
+        |s| {
+            s.public_limit.limit = 100_000;
+            s.ws.player_pushes_per_sec = 0;
+        },
+        Clock::Redis,
+    )
+    .await;
+    let run = submit_back_to_back_while_watching(&app, "acks", "with_acks").await;
+    assert!(
+        run.stretched <= MAX_WINDOW / 2,
+        "stretched to {:?}",
+        run.stretched
+    );
+    assert!(run.with_ack > 0, "no update went with an ack");
+}
+
+/// Players watching `me` in [`submit_back_to_back_while_watching`].
+const WATCHERS: usize = 200;
+
+/// What [`submit_back_to_back_while_watching`] saw.
+struct LoadRun {
+    /// The players' window the first time it was stretched for the cause asked for.
+    stretched: Duration,
+    /// `me` and `around` messages the flushes offered, and `me` updates sent with an ack.
+    pushed: u64,
+    with_ack: u64,
+    elapsed: Duration,
+}
+
+/// [`WATCHERS`] players watch `me` on `board` (created here) and each submits 20 scores one
+/// after the other, each after the last one's ack. Asserts that the board's players' window was
+/// stretched for `cause` while the load ran, and that once it stopped every player's last `me`
+/// push equals its stored standing, within one maximal window (plus the delivery margin).
+async fn submit_back_to_back_while_watching(
+    app: &TestApp,
+    board: &'static str,
+    cause: &str,
+) -> LoadRun {
+    const ROUNDS: usize = 20;
     app.board(board, json!({"op": "set", "submit_limit": null}))
         .await;
-    let app = &app;
-    let clients = join_all((0..N).map(|p| async move {
+    let clients = join_all((0..WATCHERS).map(|p| async move {
         let mut ws = WsClient::connect(&app.ws_url()).await;
         assert_eq!(
             ws.hello(&app.token(&format!("pb{p}"), None)).await["type"],
@@ -780,14 +832,14 @@ async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converg
         (ws, snap)
     }))
     .await;
-    let before = counts(app, board).pushed;
+    let before = counts(app, board);
     let started = tokio::time::Instant::now();
     // The stretch is visible while the load runs.
     let watch = async {
         let deadline = started + Duration::from_secs(30);
         loop {
-            let (window, cause) = app.state.hub.views_window();
-            if cause == "push_budget" {
+            let (window, now) = app.state.hub.views_window();
+            if now == cause {
                 return Some(window);
             }
             if tokio::time::Instant::now() > deadline {
@@ -796,7 +848,6 @@ async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converg
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     };
-    // Each player submits one score after the other, each after the last one's ack.
     let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 5000) as i64 + 1;
     let load = join_all(clients.into_iter().enumerate().map(|(p, (mut ws, mut last))| async move {
         for i in 0..ROUNDS {
@@ -813,12 +864,12 @@ async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converg
         (ws, last)
     }));
     let (stretched, clients) = tokio::join!(watch, load);
-    let stretched = stretched.expect("the window was stretched by the push budget");
+    let stretched = stretched.unwrap_or_else(|| panic!("the window was stretched by {cause}"));
     assert!(stretched > Duration::from_millis(50), "{stretched:?}");
     let stopped = tokio::time::Instant::now();
     let key = format!("lb:{{{board}}}:s:all");
     let mut pipe = redis::pipe();
-    for p in 0..N {
+    for p in 0..WATCHERS {
         pipe.zrevrank(&key, format!("pb{p}"))
             .zscore(&key, format!("pb{p}"));
     }
@@ -842,14 +893,18 @@ async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converg
         converged <= MAX_WINDOW + DELIVERY_MARGIN,
         "converged {converged:?} after the load stopped"
     );
-    let elapsed = tokio::time::Instant::now() - started;
-    let pushed = counts(app, board).pushed - before;
-    let allowed = f64::from(PER_SEC) * elapsed.as_secs_f64() + N as f64;
-    eprintln!("{pushed} `me` pushes by the flushes in {elapsed:?} (at most {allowed:.0}); window stretched to {stretched:?}");
-    assert!(
-        pushed as f64 <= allowed,
-        "{pushed} messages in {elapsed:?}: over the budget of {PER_SEC}/s"
+    let after = counts(app, board);
+    let run = LoadRun {
+        stretched,
+        pushed: after.pushed - before.pushed,
+        with_ack: after.with_ack - before.with_ack,
+        elapsed: tokio::time::Instant::now() - started,
+    };
+    eprintln!(
+        "{} `me` pushes by the flushes and {} with acks in {:?}; window stretched to {stretched:?} ({cause})",
+        run.pushed, run.with_ack, run.elapsed
     );
+    run
 }
 
 /// The longest a `me` window stretches to (20 × `ws.coalesce_ms`: `docs/protocol.md`, "Views").

@@ -107,6 +107,7 @@ async fn every_dashboard_metric_is_exposed_and_documented() {
     value("scorecast_views_window_seconds{cause=\"none\"}");
     value("scorecast_views_stretched_total{cause=\"flush_budget\"}");
     value("scorecast_views_stretched_total{cause=\"sessions_behind\"}");
+    value("scorecast_views_stretched_total{cause=\"with_acks\"}");
     value("scorecast_queue_jobs{queue=\"scorecast\",state=\"delayed\"}");
     value("scorecast_queue_lag_seconds{queue=\"scorecast\"}");
 }

@@ -63,6 +63,7 @@ impl BoardCell {
             1 => Some(Stretch::SessionsBehind),
             2 => Some(Stretch::FlushBudget),
             3 => Some(Stretch::PushBudget),
+            4 => Some(Stretch::WithAcks),
             _ => None,
         };
         (w, cause)
@@ -195,18 +196,23 @@ impl Sub {
     }
 
     /// Whether a flush holds this `me` view's update back, for the player's next ack to carry it
-    /// (`commit.rs`) or a later flush: for a `window` after an update that went with an ack (at
-    /// most one message per view per window), for two while a submission of the session awaits
-    /// its answer (the ack is on its way; past that, it is late). Never longer.
-    pub fn held_for_ack(&self, now: Instant, window: Duration) -> bool {
-        let hold = if self.outbox.awaits_ack() {
+    /// (`commit.rs`) or a later flush: for the board's players' window (`players`, at least
+    /// `window`) after an update that went with an ack (at most one message per view per
+    /// window: a player who keeps submitting is kept current by their acks), and for two
+    /// `window`s while a submission of the session awaits its answer (the ack is on its way;
+    /// past that, it is late). Never longer.
+    pub fn held_for_ack(&self, now: Instant, window: Duration, players: Duration) -> bool {
+        let awaiting = if self.outbox.awaits_ack() {
             2 * window
-        } else if self.sent_early {
-            window
         } else {
             Duration::ZERO
         };
-        self.sent_within(now, hold)
+        let after_ack = if self.sent_early {
+            players.max(window)
+        } else {
+            Duration::ZERO
+        };
+        self.sent_within(now, awaiting.max(after_ack))
     }
 }
 
@@ -326,23 +332,44 @@ mod tests {
         let t0 = Instant::now();
         let outbox = Arc::new(Outbox::new(4));
         let mut sub = Sub::new(View::Me, None, 1, outbox.clone());
-        assert!(!sub.held_for_ack(t0, w), "never sent: not held");
+        assert!(!sub.held_for_ack(t0, w, w), "never sent: not held");
         sub.sent(1, 1, t0, false);
-        assert!(!sub.held_for_ack(t0, w), "sent by a flush: not held");
+        assert!(!sub.held_for_ack(t0, w, w), "sent by a flush: not held");
         sub.sent(2, 2, t0, true);
         assert!(
-            sub.held_for_ack(t0 + w / 2, w),
+            sub.held_for_ack(t0 + w / 2, w, w),
             "within a window of an ack's update"
         );
-        assert!(!sub.held_for_ack(t0 + w, w), "a window later");
+        assert!(!sub.held_for_ack(t0 + w, w, w), "a window later");
         let submitting = outbox.submitting();
-        assert!(sub.held_for_ack(t0 + w, w), "an ack is on its way");
+        assert!(sub.held_for_ack(t0 + w, w, w), "an ack is on its way");
         assert!(
-            !sub.held_for_ack(t0 + 2 * w, w),
+            !sub.held_for_ack(t0 + 2 * w, w, w),
             "late: never past two windows"
         );
         drop(submitting);
-        assert!(!sub.held_for_ack(t0 + w, w), "answered");
+        assert!(!sub.held_for_ack(t0 + w, w, w), "answered");
         assert!(sub.is_news(3, 3) && !sub.is_news(2, 3) && !sub.is_news(3, 2));
+    }
+
+    /// Stretched, the board's players' window is how long a view stays held after an update
+    /// that went with an ack; an update a flush sent holds nothing, however long the window.
+    #[test]
+    fn a_stretched_players_window_holds_an_ack_update_that_long() {
+        let w = Duration::from_millis(50);
+        let players = 8 * w;
+        let t0 = Instant::now();
+        let mut sub = Sub::new(View::Me, None, 1, Arc::new(Outbox::new(4)));
+        sub.sent(1, 1, t0, true);
+        assert!(
+            sub.held_for_ack(t0 + 7 * w, w, players),
+            "within the players' window"
+        );
+        assert!(!sub.held_for_ack(t0 + 8 * w, w, players), "past it");
+        sub.sent(2, 2, t0, false);
+        assert!(
+            !sub.held_for_ack(t0 + w, w, players),
+            "sent by a flush: not held"
+        );
     }
 }

@@ -183,7 +183,8 @@ impl Hub {
     }
 
     /// The longest players' (`me`, `around`) coalescing window among the watched boards, and why
-    /// it is stretched (`none`, `sessions_behind`, `flush_budget`, `push_budget`), for `/metrics`.
+    /// it is stretched (`none`, `sessions_behind`, `flush_budget`, `push_budget`, `with_acks`),
+    /// for `/metrics`.
     pub fn views_window(&self) -> (Duration, &'static str) {
         let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
         cells

@@ -56,6 +56,10 @@ pub enum Stretch {
     /// The instance's flushes offered more `me` and `around` messages than
     /// `ws.player_pushes_per_sec` allows (`budget.rs`).
     PushBudget,
+    /// Most of its `me` watchers were held back for their own ack: their update of less than a
+    /// window before went with an ack (`commit.rs`). They keep submitting, and each ack keeps
+    /// them current, so a flush has little to send them.
+    WithAcks,
 }
 
 impl Stretch {
@@ -64,6 +68,7 @@ impl Stretch {
             Stretch::SessionsBehind => "sessions_behind",
             Stretch::FlushBudget => "flush_budget",
             Stretch::PushBudget => "push_budget",
+            Stretch::WithAcks => "with_acks",
         }
     }
 }
@@ -86,10 +91,17 @@ fn next_window(
         Some(Stretch::SessionsBehind)
     } else if busy * 4 > window {
         Some(Stretch::FlushBudget)
+    } else if flushed.held * 2 > flushed.me {
+        Some(Stretch::WithAcks)
     } else {
         None
     };
-    let max = coalesce * MAX_STRETCH;
+    // A held view waits up to a window past its ack's update, then up to a window for the next
+    // flush: stretched for acks, the window stays within half the longest.
+    let max = match cause {
+        Some(Stretch::WithAcks) => coalesce * MAX_STRETCH / 2,
+        _ => coalesce * MAX_STRETCH,
+    };
     match cause {
         Some(_) if window < max => ((window * 2).min(max), cause),
         Some(_) => (window, cause),
@@ -107,8 +119,8 @@ struct Flushed {
     deferred: u64,
     /// `me` and `around` messages it offered.
     sent: u64,
-    /// `me` views were held back for an ack (`commit.rs`): the worker flushes again.
-    held: bool,
+    /// `me` views held back for an ack (`commit.rs`); the worker flushes again if any.
+    held: u64,
     /// The time the offer spent under the board's lock, its chunks summed.
     busy: Duration,
 }
@@ -126,6 +138,9 @@ struct Offering<'a> {
     /// `around` windows sent from their kept rows (`around.rs`), with no read.
     derived_pages: HashMap<Want, Page>,
     flushed: Flushed,
+    /// How long after an update that went with its ack a `me` view is held back: the board's
+    /// players' window, at most half the longest ([`Sub::held_for_ack`]).
+    hold: Duration,
 }
 
 /// Flushes one board's views until the registry dropped its cell, taking only the board's own
@@ -307,6 +322,11 @@ impl Inner {
             built: HashMap::new(),
             derived_pages: HashMap::new(),
             flushed: Flushed::default(),
+            // Within half the longest window, as the stretch for acks is (`next_window`).
+            hold: cell
+                .window()
+                .0
+                .min(Duration::from_millis(self.ws.coalesce_ms) * MAX_STRETCH / 2),
         };
         by_chunks(&top_first(targets), OFFER_CHUNK, |chunk| {
             let started = Instant::now();
@@ -325,7 +345,7 @@ impl Inner {
         let mut b = cell.lock();
         b.counts.deferred += flushed.deferred;
         b.counts.pushed += flushed.sent;
-        if flushed.deferred > 0 || flushed.held {
+        if flushed.deferred > 0 || flushed.held > 0 {
             b.dirty.any = true;
             b.wake.notify_one();
         }
@@ -394,6 +414,7 @@ impl Inner {
             built,
             derived_pages,
             flushed,
+            hold,
         } = o;
         let board: &Id = board;
         // Sized for every target of the chunk: grown from empty it would rehash a few times.
@@ -421,10 +442,10 @@ impl Inner {
                 (View::Me, Some(p)) => {
                     flushed.me += 1;
                     // Held back for the player's ack to carry it (`Sub::held_for_ack`).
-                    if !plan.resync && sub.held_for_ack(now, window) {
+                    if !plan.resync && sub.held_for_ack(now, window, *hold) {
                         sub.force = true;
                         forced.insert(key);
-                        flushed.held = true;
+                        flushed.held += 1;
                         continue;
                     }
                     let since = sub.outbox.view_pending_since(board, key.1);
@@ -626,6 +647,42 @@ mod tests {
             next_window(coalesce, coalesce, Flushed::default(), idle),
             (coalesce, None)
         );
+    }
+
+    /// The players' window doubles while most `me` watchers are held for their own acks, up to
+    /// half the longest (500 ms at 50 ms), and halves back once most are not; being behind
+    /// comes first.
+    #[test]
+    fn the_window_stretches_while_most_watchers_are_held_for_their_acks() {
+        let coalesce = ms(50);
+        let idle = Duration::ZERO;
+        let held = Flushed {
+            me: 10,
+            held: 6,
+            sent: 4,
+            ..Flushed::default()
+        };
+        let mut w = coalesce;
+        for want in [100, 200, 400, 500, 500] {
+            let (next, cause) = next_window(w, coalesce, held, idle);
+            assert_eq!((next, cause), (ms(want), Some(Stretch::WithAcks)));
+            w = next;
+        }
+        let behind = Flushed {
+            deferred: 6,
+            ..held
+        };
+        assert_eq!(
+            next_window(w, coalesce, behind, idle),
+            (ms(1000), Some(Stretch::SessionsBehind))
+        );
+        assert_eq!(
+            next_window(ms(1000), coalesce, held, idle),
+            (ms(1000), Some(Stretch::WithAcks)),
+            "stretched further by another cause: kept"
+        );
+        let half = Flushed { held: 5, ..held };
+        assert_eq!(next_window(w, coalesce, half, idle), (ms(250), None));
     }
 
     /// A flush whose own work exceeds a quarter of the window stretches it; it comes back only
