@@ -110,6 +110,15 @@ fn next_window(
     }
 }
 
+/// How long a flush holds a `me` view back after an update that went with its ack, for a board
+/// whose players' window is `window`: that window, but no more than what the longest window
+/// (`max`) leaves of it, so that a held view waits at most `max` in all — the hold, then a
+/// window for the next flush. (At least one coalescing window in any case:
+/// [`Sub::held_for_ack`](super::board::Sub::held_for_ack).)
+fn hold_after_ack(window: Duration, max: Duration) -> Duration {
+    window.min(max.saturating_sub(window))
+}
+
 /// What a flush did with its `me` views.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Flushed {
@@ -138,8 +147,8 @@ struct Offering<'a> {
     /// `around` windows sent from their kept rows (`around.rs`), with no read.
     derived_pages: HashMap<Want, Page>,
     flushed: Flushed,
-    /// How long after an update that went with its ack a `me` view is held back: the board's
-    /// players' window, at most half the longest ([`Sub::held_for_ack`]).
+    /// How long after an update that went with its ack a `me` view is held back
+    /// ([`hold_after_ack`]).
     hold: Duration,
 }
 
@@ -322,11 +331,10 @@ impl Inner {
             built: HashMap::new(),
             derived_pages: HashMap::new(),
             flushed: Flushed::default(),
-            // Within half the longest window, as the stretch for acks is (`next_window`).
-            hold: cell
-                .window()
-                .0
-                .min(Duration::from_millis(self.ws.coalesce_ms) * MAX_STRETCH / 2),
+            hold: hold_after_ack(
+                cell.window().0,
+                Duration::from_millis(self.ws.coalesce_ms) * MAX_STRETCH,
+            ),
         };
         by_chunks(&top_first(targets), OFFER_CHUNK, |chunk| {
             let started = Instant::now();
@@ -647,6 +655,20 @@ mod tests {
             next_window(coalesce, coalesce, Flushed::default(), idle),
             (coalesce, None)
         );
+    }
+
+    /// The hold after an ack's update is the players' window while the two fit the longest
+    /// window together, and what is left of it past half.
+    #[test]
+    fn a_held_view_waits_at_most_the_longest_window_in_all() {
+        let max = ms(1000);
+        assert_eq!(hold_after_ack(ms(50), max), ms(50));
+        assert_eq!(hold_after_ack(ms(500), max), ms(500));
+        assert_eq!(hold_after_ack(ms(800), max), ms(200));
+        assert_eq!(hold_after_ack(max, max), Duration::ZERO);
+        for w in [0, 50, 100, 400, 500, 700, 1000] {
+            assert!(ms(w) + hold_after_ack(ms(w), max) <= max, "{w} ms");
+        }
     }
 
     /// The players' window doubles while most `me` watchers are held for their own acks, up to
