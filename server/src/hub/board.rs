@@ -196,19 +196,18 @@ impl Sub {
     }
 
     /// Whether a flush holds this `me` view's update back, for the player's next ack to carry it
-    /// (`commit.rs`) or a later flush: for the board's players' window (`players`, at least
-    /// `window`) after an update that went with an ack (at most one message per view per
-    /// window: a player who keeps submitting is kept current by their acks), and for two
-    /// `window`s while a submission of the session awaits its answer (the ack is on its way;
-    /// past that, it is late). Never longer.
-    pub fn held_for_ack(&self, now: Instant, window: Duration, players: Duration) -> bool {
+    /// (`commit.rs`) or a later flush: for `after_ack` after an update that went with an ack (the
+    /// worker's `hold_after_ack`: a player who keeps submitting is kept current by their acks),
+    /// and for two `window`s while a submission of the session awaits its answer (the ack is on
+    /// its way; past that, it is late). Never longer.
+    pub fn held_for_ack(&self, now: Instant, window: Duration, after_ack: Duration) -> bool {
         let awaiting = if self.outbox.awaits_ack() {
             2 * window
         } else {
             Duration::ZERO
         };
         let after_ack = if self.sent_early {
-            players.max(window)
+            after_ack
         } else {
             Duration::ZERO
         };
@@ -352,10 +351,10 @@ mod tests {
         assert!(sub.is_news(3, 3) && !sub.is_news(2, 3) && !sub.is_news(3, 2));
     }
 
-    /// Stretched, the board's players' window is how long a view stays held after an update
-    /// that went with an ack; an update a flush sent holds nothing, however long the window.
+    /// A longer hold after an ack's update (a stretched players' window) holds the view that
+    /// long; an update a flush sent holds nothing, however long the hold.
     #[test]
-    fn a_stretched_players_window_holds_an_ack_update_that_long() {
+    fn a_longer_hold_after_an_ack_holds_the_view_that_long() {
         let w = Duration::from_millis(50);
         let players = 8 * w;
         let t0 = Instant::now();

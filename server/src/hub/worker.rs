@@ -110,13 +110,13 @@ fn next_window(
     }
 }
 
-/// How long a flush holds a `me` view back after an update that went with its ack, for a board
-/// whose players' window is `window`: that window, but no more than what the longest window
-/// (`max`) leaves of it, so that a held view waits at most `max` in all — the hold, then a
-/// window for the next flush. (At least one coalescing window in any case:
-/// [`Sub::held_for_ack`](super::board::Sub::held_for_ack).)
-fn hold_after_ack(window: Duration, max: Duration) -> Duration {
-    window.min(max.saturating_sub(window))
+/// How long a flush holds a `me` view back after an update that went with its ack
+/// ([`Sub::held_for_ack`](super::board::Sub::held_for_ack)), for a board whose players' window
+/// is `window`: that window, but no more than what the longest window (`max`) leaves of it, so
+/// that a held view waits at most `max` in all — the hold, then a window for the next flush;
+/// and at least one coalescing window (at most one message per view per window).
+fn hold_after_ack(window: Duration, coalesce: Duration, max: Duration) -> Duration {
+    window.min(max.saturating_sub(window)).max(coalesce)
 }
 
 /// What a flush did with its `me` views.
@@ -331,10 +331,10 @@ impl Inner {
             built: HashMap::new(),
             derived_pages: HashMap::new(),
             flushed: Flushed::default(),
-            hold: hold_after_ack(
-                cell.window().0,
-                Duration::from_millis(self.ws.coalesce_ms) * MAX_STRETCH,
-            ),
+            hold: {
+                let coalesce = Duration::from_millis(self.ws.coalesce_ms);
+                hold_after_ack(cell.window().0, coalesce, coalesce * MAX_STRETCH)
+            },
         };
         by_chunks(&top_first(targets), OFFER_CHUNK, |chunk| {
             let started = Instant::now();
@@ -658,16 +658,22 @@ mod tests {
     }
 
     /// The hold after an ack's update is the players' window while the two fit the longest
-    /// window together, and what is left of it past half.
+    /// window together, and what is left of it past half; never under one coalescing window.
     #[test]
     fn a_held_view_waits_at_most_the_longest_window_in_all() {
-        let max = ms(1000);
-        assert_eq!(hold_after_ack(ms(50), max), ms(50));
-        assert_eq!(hold_after_ack(ms(500), max), ms(500));
-        assert_eq!(hold_after_ack(ms(800), max), ms(200));
-        assert_eq!(hold_after_ack(max, max), Duration::ZERO);
-        for w in [0, 50, 100, 400, 500, 700, 1000] {
-            assert!(ms(w) + hold_after_ack(ms(w), max) <= max, "{w} ms");
+        let (coalesce, max) = (ms(50), ms(1000));
+        let hold = |w| hold_after_ack(w, coalesce, max);
+        assert_eq!(hold(Duration::ZERO), coalesce, "before the first flush");
+        assert_eq!(hold(ms(50)), ms(50));
+        assert_eq!(hold(ms(500)), ms(500));
+        assert_eq!(hold(ms(800)), ms(200));
+        assert_eq!(
+            hold(max),
+            coalesce,
+            "at the longest window: one coalescing window"
+        );
+        for w in [50, 100, 400, 500, 700, 950] {
+            assert!(ms(w) + hold(ms(w)) <= max, "{w} ms");
         }
     }
 
