@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use super::around::Kept;
 use super::derive::{Move, Standings};
 use super::outbox::Outbox;
-use super::worker::Stretch;
+use super::window::Stretch;
 use super::SessionId;
 
 /// A subscription: one session's view of one kind on the board.

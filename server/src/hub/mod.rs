@@ -49,6 +49,7 @@ mod plan;
 mod render;
 mod subscribe;
 mod treap;
+mod window;
 mod worker;
 mod writer;
 
@@ -191,7 +192,7 @@ impl Hub {
             .iter()
             .map(|c| c.window())
             .max_by_key(|(w, _)| *w)
-            .map(|(w, c)| (w, c.map_or("none", worker::Stretch::label)))
+            .map(|(w, c)| (w, c.map_or("none", window::Stretch::label)))
             .unwrap_or((Duration::ZERO, "none"))
     }
 
