@@ -69,18 +69,16 @@ impl Inner {
         let mut woken: Vec<Arc<Outbox>> = Vec::new();
         // The movers' local sessions, from the registry (then released): the rest is the
         // board's alone.
+        // (index in `moved`, session), in the order of `moved`.
         let (cell, sessions) = {
             let st = self.lock();
             let cell = st.boards.get(board)?.clone();
-            let sessions: Vec<Vec<SessionId>> = moved
-                .iter()
-                .map(|m| {
-                    st.players
-                        .get(m.player)
-                        .map(|s| s.iter().copied().collect())
-                        .unwrap_or_default()
-                })
-                .collect();
+            let mut sessions: Vec<(usize, SessionId)> = Vec::with_capacity(moved.len());
+            for (i, m) in moved.iter().enumerate() {
+                if let Some(s) = st.players.get(m.player) {
+                    sessions.extend(s.iter().map(|sid| (i, *sid)));
+                }
+            }
             (cell, sessions)
         };
         let mut guard = cell.lock();
@@ -89,7 +87,8 @@ impl Inner {
             return None;
         }
         let now = Instant::now();
-        for (m, sessions) in moved.iter().zip(&sessions) {
+        for group in sessions.chunk_by(|a, b| a.0 == b.0) {
+            let m = &moved[group[0].0];
             let standing = MeState {
                 score: m.score,
                 rank: m.rank,
@@ -97,25 +96,22 @@ impl Inner {
                 at: Some(ev.seq),
             };
             let mut built = None;
-            for sid in sessions {
+            for (_, sid) in group {
                 let Some(sub) = b.subs.get_mut(&(*sid, ViewKind::Me)) else {
                     continue;
                 };
-                if !sub.ready
-                    || sub.sent_within(now, window)
-                    || ev.seq <= sub.last_seq
-                    || sub.outbox.view_pending_since(board, ViewKind::Me).is_some()
-                {
+                if !sub.ready || sub.sent_within(now, window) || ev.seq <= sub.last_seq {
                     continue;
                 }
                 let msg = built.get_or_insert_with(|| {
                     render_me(board, m.player, &standing, &ev.season, ev.seq, false)
                 });
-                if !sub.is_news(msg.hash, msg.seq) {
+                if !sub.is_news(msg.hash, msg.seq)
+                    || !sub.outbox.put_view(board, ViewKind::Me, &msg.text)
+                {
                     continue;
                 }
                 sub.sent(msg.hash, msg.seq, now, true);
-                sub.outbox.put_view(board, ViewKind::Me, msg.text.clone());
                 metrics::PUSHES.inc();
                 metrics::WITH_ACK.inc();
                 b.counts.with_ack += 1;

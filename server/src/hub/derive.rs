@@ -484,11 +484,14 @@ pub struct Moved<'a> {
 /// Where the players that move in one event stand once it is applied, from the event alone, in
 /// the order of their first move: exact on an ordinal board, for the reason of the module doc. A
 /// mover's last move gives its score and rank, and every later move of another player in the
-/// event shifts that rank as it shifts anyone's. `O(K·M)` for `K` moves and `M` movers.
+/// event shifts that rank as it shifts anyone's. `O(K·M)` for `K` moves and `M` movers (a shift
+/// of `M` ranks per move; each mover is found again by its id's hash, not by comparing ids).
 pub fn movers_after(moves: &[Move]) -> Vec<Moved<'_>> {
-    let mut out: Vec<Moved<'_>> = Vec::new();
+    let mut out: Vec<Moved<'_>> = Vec::with_capacity(moves.len());
+    let mut index: foldhash::HashMap<&Id, usize> =
+        foldhash::HashMap::with_capacity_and_hasher(moves.len(), Default::default());
     // The movers' ranks so far, side by side ([`UNRANKED`]: not on the board).
-    let mut ranks: Vec<u64> = Vec::new();
+    let mut ranks: Vec<u64> = Vec::with_capacity(moves.len());
     for m in moves {
         let old = m.previous_rank.unwrap_or(UNRANKED);
         let new = m.rank.unwrap_or(UNRANKED);
@@ -507,12 +510,13 @@ pub fn movers_after(moves: &[Move]) -> Vec<Moved<'_>> {
                 }
             }
         }
-        match out.iter().position(|o| o.player == &m.player) {
-            Some(i) => {
-                out[i].score = m.score;
-                ranks[i] = new;
+        match index.entry(&m.player) {
+            std::collections::hash_map::Entry::Occupied(i) => {
+                out[*i.get()].score = m.score;
+                ranks[*i.get()] = new;
             }
-            None => {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(out.len());
                 out.push(Moved {
                     player: &m.player,
                     score: m.score,

@@ -254,12 +254,18 @@ impl Outbox {
         self.changed(g, true);
     }
 
-    /// [`Outbox::offer_view`] without waking the writer: the caller calls
-    /// [`Outbox::wake_unless_answering`] later (a batch's `me` updates are queued before its
-    /// acks are handed out).
-    pub fn put_view(&self, board: &Id, kind: ViewKind, text: ByteString) {
-        let g = self.put(board, kind, text);
+    /// [`Outbox::offer_view`] without waking the writer, and only if the view's last update was
+    /// taken (a session still holding one is behind: the flush sees to it). Returns whether
+    /// `text` was put; if so the caller calls [`Outbox::wake_unless_answering`] later (a batch's
+    /// `me` updates are queued before its acks are handed out). One lock for both.
+    pub fn put_view(&self, board: &Id, kind: ViewKind, text: &ByteString) -> bool {
+        let mut g = self.lock();
+        if g.slot(board, kind).is_some_and(|s| s.text.is_some()) {
+            return false;
+        }
+        let g = self.put_locked(g, board, kind, text.clone());
         self.changed(g, false);
+        true
     }
 
     fn put(
@@ -268,7 +274,16 @@ impl Outbox {
         kind: ViewKind,
         text: ByteString,
     ) -> std::sync::MutexGuard<'_, Inner> {
-        let mut guard = self.lock();
+        self.put_locked(self.lock(), board, kind, text)
+    }
+
+    fn put_locked<'a>(
+        &self,
+        mut guard: std::sync::MutexGuard<'a, Inner>,
+        board: &Id,
+        kind: ViewKind,
+        text: ByteString,
+    ) -> std::sync::MutexGuard<'a, Inner> {
         let g = &mut *guard;
         let turn = g.turn;
         match g.slot(board, kind) {
@@ -663,7 +678,11 @@ mod tests {
         assert_eq!(take_with(&o, &waker).0, Take::Wait);
 
         let submitting = o.submitting();
-        o.put_view(&me.0, me.1, "rank".into());
+        assert!(o.put_view(&me.0, me.1, &"rank".into()));
+        assert!(
+            !o.put_view(&me.0, me.1, &"newer".into()),
+            "an update still unsent is not replaced here"
+        );
         o.wake_unless_answering();
         assert_eq!(
             woken(),
@@ -676,7 +695,7 @@ mod tests {
         assert_eq!(take(&o), ["ack", "rank"], "one pass takes both");
 
         assert_eq!(take_with(&o, &waker).0, Take::Wait);
-        o.put_view(&me.0, me.1, "rank 2".into());
+        assert!(o.put_view(&me.0, me.1, &"rank 2".into()));
         o.wake_unless_answering();
         assert_eq!(woken(), 2, "no answer pending: the update wakes the writer");
     }

@@ -118,8 +118,8 @@ pub(super) fn render_me(
     json_num(&mut out, st.rank);
     out.push_str(r#","previous_rank":"#);
     json_num(&mut out, st.previous_rank);
-    // Writing to a String cannot fail.
-    let _ = write!(out, r#","seq":{seq}"#);
+    out.push_str(r#","seq":"#);
+    json_num(&mut out, Some(seq));
     if resync {
         out.push_str(r#","resync":true"#);
     }
@@ -135,6 +135,12 @@ pub(super) fn render_me(
 /// A JSON string (RFC 8259 escapes, as serde_json writes them).
 fn json_str(out: &mut String, s: &str) {
     out.push('"');
+    // A string with nothing to escape (ids and seasons, as a rule) is copied whole.
+    if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -154,12 +160,9 @@ fn json_str(out: &mut String, s: &str) {
 }
 
 /// A JSON number, or `null`.
-fn json_num(out: &mut String, n: Option<impl std::fmt::Display>) {
+fn json_num(out: &mut String, n: Option<impl itoa::Integer>) {
     match n {
-        // Writing to a String cannot fail.
-        Some(n) => {
-            let _ = write!(out, "{n}");
-        }
+        Some(n) => out.push_str(itoa::Buffer::new().format(n)),
         None => out.push_str("null"),
     }
 }
