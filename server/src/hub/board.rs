@@ -196,10 +196,10 @@ impl Sub {
     }
 
     /// Whether a flush holds this `me` view's update back, for the player's next ack to carry it
-    /// (`commit.rs`) or a later flush: for `after_ack` after an update that went with an ack (the
-    /// worker's `hold_after_ack`: a player who keeps submitting is kept current by their acks),
-    /// and for two `window`s while a submission of the session awaits its answer (the ack is on
-    /// its way; past that, it is late). Never longer.
+    /// (`commit.rs`) or a later flush: for `after_ack` after an update that went with an ack
+    /// (`window.rs`'s `hold_after_ack`: a player who keeps submitting is kept current by their
+    /// acks), and for two `window`s while a submission of the session awaits its answer (the
+    /// ack is on its way; past that, it is late). Never longer.
     pub fn held_for_ack(&self, now: Instant, window: Duration, after_ack: Duration) -> bool {
         let awaiting = if self.outbox.awaits_ack() {
             2 * window

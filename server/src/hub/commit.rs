@@ -68,8 +68,7 @@ impl Inner {
         let window = Duration::from_millis(self.ws.coalesce_ms);
         let mut woken: Vec<Arc<Outbox>> = Vec::new();
         // The movers' local sessions, from the registry (then released): the rest is the
-        // board's alone.
-        // (index in `moved`, session), in the order of `moved`.
+        // board's alone. One flat list of (index in `moved`, session), in the order of `moved`.
         let (cell, sessions) = {
             let st = self.lock();
             let cell = st.boards.get(board)?.clone();

@@ -249,7 +249,8 @@ mod tests {
     }
 
     /// The hand-written `rank` message is byte for byte what serialising `ServerMsg::Rank`
-    /// gives, escapes included.
+    /// gives, escapes included: each character to escape alone (a string with none is copied
+    /// whole), and all of them together.
     #[test]
     fn the_rank_message_is_the_serialised_one() {
         let st = MeState {
@@ -258,7 +259,15 @@ mod tests {
             previous_rank: Some(7),
             at: Some(3),
         };
-        for (season, resync) in [("all", false), ("2026-W48 \"q\" \\ \n\u{1f} é", true)] {
+        let seasons = [
+            ("all", false),
+            ("q\"", false),
+            ("b\\s", false),
+            ("n\n", false),
+            ("c\u{1f}", false),
+            ("2026-W48 \"q\" \\ \n\u{1f} é", true),
+        ];
+        for (season, resync) in seasons {
             let built = render_me(&id("b-1"), &id("ann"), &st, season, 9, resync);
             let want = ServerMsg::Rank {
                 board: "b-1".into(),
