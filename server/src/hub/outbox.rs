@@ -129,6 +129,32 @@ impl Inner {
             .find(|s| s.key.1 == kind && s.key.0 == *board)
     }
 
+    /// Puts `text` in the view's slot (made on its first update), replacing an unsent one.
+    fn put_view(&mut self, board: &Id, kind: ViewKind, text: ByteString) {
+        let turn = self.turn;
+        match self.slot(board, kind) {
+            Some(slot) => match slot.text.replace(text) {
+                Some(_) => crate::metrics::COALESCED.inc(),
+                None => {
+                    slot.turn = turn;
+                    slot.since = Instant::now();
+                    self.turn += 1;
+                    self.pending += 1;
+                }
+            },
+            None => {
+                self.slots.push(ViewSlot {
+                    key: (board.clone(), kind),
+                    text: Some(text),
+                    turn,
+                    since: Instant::now(),
+                });
+                self.turn += 1;
+                self.pending += 1;
+            }
+        }
+    }
+
     fn len(&self) -> usize {
         self.direct.len() + self.pending
     }
@@ -250,7 +276,8 @@ impl Outbox {
 
     /// Puts the latest state of a view in its slot, replacing an unsent stale one.
     pub fn offer_view(&self, board: &Id, kind: ViewKind, text: ByteString) {
-        let g = self.put(board, kind, text);
+        let mut g = self.lock();
+        g.put_view(board, kind, text);
         self.changed(g, true);
     }
 
@@ -263,51 +290,9 @@ impl Outbox {
         if g.slot(board, kind).is_some_and(|s| s.text.is_some()) {
             return false;
         }
-        let g = self.put_locked(g, board, kind, text.clone());
+        g.put_view(board, kind, text.clone());
         self.changed(g, false);
         true
-    }
-
-    fn put(
-        &self,
-        board: &Id,
-        kind: ViewKind,
-        text: ByteString,
-    ) -> std::sync::MutexGuard<'_, Inner> {
-        self.put_locked(self.lock(), board, kind, text)
-    }
-
-    fn put_locked<'a>(
-        &self,
-        mut guard: std::sync::MutexGuard<'a, Inner>,
-        board: &Id,
-        kind: ViewKind,
-        text: ByteString,
-    ) -> std::sync::MutexGuard<'a, Inner> {
-        let g = &mut *guard;
-        let turn = g.turn;
-        match g.slot(board, kind) {
-            Some(slot) => match slot.text.replace(text) {
-                Some(_) => crate::metrics::COALESCED.inc(),
-                None => {
-                    slot.turn = turn;
-                    slot.since = Instant::now();
-                    g.turn += 1;
-                    g.pending += 1;
-                }
-            },
-            None => {
-                g.slots.push(ViewSlot {
-                    key: (board.clone(), kind),
-                    text: Some(text),
-                    turn,
-                    since: Instant::now(),
-                });
-                g.turn += 1;
-                g.pending += 1;
-            }
-        }
-        guard
     }
 
     /// Wakes the writer for what was put in the queue, unless a submission of the session
