@@ -144,7 +144,7 @@ pub static VIEWS_STRETCHED: LazyLock<IntCounterVec> = LazyLock::new(|| {
          written their last update), `flush_budget` (the flush's own work took more than a \
          quarter of the window), `push_budget` (the instance's flushes offered more `me` and \
          `around` messages than `ws.player_pushes_per_sec`) or `with_acks` (most `me` watchers \
-         had their last update with their own ack, up to 500 ms)",
+         had their last update with their own ack, up to 100 ms)",
         &["cause"],
     )
 });
@@ -184,6 +184,20 @@ pub fn set_views_window(window: std::time::Duration, cause: &str) {
         VIEWS_WINDOW.with_label_values(&[c]).set(v);
     }
 }
+
+pub static VIEWS_HOLD: LazyLock<prometheus::Gauge> = LazyLock::new(|| {
+    register(
+        // unwrap: constant, valid metric name.
+        prometheus::Gauge::new(
+            "scorecast_views_hold_seconds",
+            "The longest current hold of a `me` view after an update that went with its player's \
+             ack among this instance's boards: `ws.coalesce_ms`, growing up to what the players' \
+             window leaves of 1 s while most `me` watchers keep submitting (0 when none was \
+             flushed)",
+        )
+        .unwrap(),
+    )
+});
 
 pub static COALESCED: LazyLock<IntCounter> = LazyLock::new(|| {
     counter(

@@ -775,8 +775,9 @@ async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converg
 
 /// Players who keep submitting get their rank with each ack: with no push budget, 200 players
 /// watching `me` and submitting back to back make their board's players' window stretch for
-/// that cause (`with_acks`), within its bound (500 ms), and once the load stops every last `me`
-/// push still equals the stored standing within one maximal window.
+/// that cause (`with_acks`), within its bound (two coalescing windows), and grow the hold after an
+/// ack (which takes the rest of the longest window); once the load stops every last `me` push
+/// still equals the stored standing within one maximal window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn players_who_keep_submitting_stretch_the_window_and_the_views_still_converge() {
     let app = spawn_app_with(
@@ -789,11 +790,19 @@ async fn players_who_keep_submitting_stretch_the_window_and_the_views_still_conv
     .await;
     let run = submit_back_to_back_while_watching(&app, "acks", "with_acks").await;
     assert!(
-        run.stretched <= MAX_WINDOW / 2,
+        run.stretched <= MAX_WINDOW / 10,
         "stretched to {:?}",
         run.stretched
     );
     assert!(run.with_ack > 0, "no update went with an ack");
+    // The hold after an ack grows while the players keep submitting, within what the window
+    // leaves of the longest.
+    assert!(
+        run.longest_hold >= Duration::from_millis(200)
+            && run.longest_hold <= MAX_WINDOW - Duration::from_millis(50),
+        "longest hold {:?}",
+        run.longest_hold
+    );
 }
 
 /// Players watching `me` in [`submit_back_to_back_while_watching`].
@@ -806,6 +815,9 @@ struct LoadRun {
     /// `me` and `around` messages the flushes offered, and `me` updates sent with an ack.
     pushed: u64,
     with_ack: u64,
+    /// The longest hold of a `me` view after an update that went with its ack, while the load
+    /// ran.
+    longest_hold: Duration,
     elapsed: Duration,
 }
 
@@ -834,22 +846,28 @@ async fn submit_back_to_back_while_watching(
     .await;
     let before = counts(app, board);
     let started = tokio::time::Instant::now();
-    // The stretch is visible while the load runs.
+    // The stretch is visible while the load runs, and so is the hold after an ack (the longest
+    // seen until the load ended and the stretch was seen).
+    let done = std::sync::atomic::AtomicBool::new(false);
     let watch = async {
         let deadline = started + Duration::from_secs(30);
+        let (mut stretched, mut longest_hold) = (None, Duration::ZERO);
         loop {
             let (window, now) = app.state.hub.views_window();
-            if now == cause {
-                return Some(window);
+            longest_hold = longest_hold.max(app.state.hub.views_hold());
+            if now == cause && stretched.is_none() {
+                stretched = Some(window);
             }
-            if tokio::time::Instant::now() > deadline {
-                return None;
+            let done = done.load(std::sync::atomic::Ordering::Relaxed);
+            if (done && stretched.is_some()) || tokio::time::Instant::now() > deadline {
+                return (stretched, longest_hold);
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     };
     let points = |p: usize, i: usize| ((p * 7919 + i * 104_729) % 5000) as i64 + 1;
-    let load = join_all(clients.into_iter().enumerate().map(|(p, (mut ws, mut last))| async move {
+    let load = async {
+        let clients = join_all(clients.into_iter().enumerate().map(|(p, (mut ws, mut last))| async move {
         for i in 0..ROUNDS {
             ws.send_json(json!({"type": "submit", "id": format!("b{i}"), "board": board, "points": points(p, i)}))
                 .await;
@@ -862,8 +880,12 @@ async fn submit_back_to_back_while_watching(
             }
         }
         (ws, last)
-    }));
-    let (stretched, clients) = tokio::join!(watch, load);
+    }))
+        .await;
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        clients
+    };
+    let ((stretched, longest_hold), clients) = tokio::join!(watch, load);
     let stretched = stretched.unwrap_or_else(|| panic!("the window was stretched by {cause}"));
     assert!(stretched > Duration::from_millis(50), "{stretched:?}");
     let stopped = tokio::time::Instant::now();
@@ -898,11 +920,12 @@ async fn submit_back_to_back_while_watching(
         stretched,
         pushed: after.pushed - before.pushed,
         with_ack: after.with_ack - before.with_ack,
+        longest_hold,
         elapsed: tokio::time::Instant::now() - started,
     };
     eprintln!(
-        "{} `me` pushes by the flushes and {} with acks in {:?}; window stretched to {stretched:?} ({cause})",
-        run.pushed, run.with_ack, run.elapsed
+        "{} `me` pushes by the flushes and {} with acks in {:?}; window stretched to {stretched:?} ({cause}); longest hold {:?}",
+        run.pushed, run.with_ack, run.elapsed, run.longest_hold
     );
     run
 }

@@ -105,6 +105,7 @@ async fn every_dashboard_metric_is_exposed_and_documented() {
     value("scorecast_subscriptions{view=\"top\"}");
     // The push budget: the current stretch and its cause, stretched flushes by cause.
     value("scorecast_views_window_seconds{cause=\"none\"}");
+    value("scorecast_views_hold_seconds");
     value("scorecast_views_stretched_total{cause=\"flush_budget\"}");
     value("scorecast_views_stretched_total{cause=\"sessions_behind\"}");
     value("scorecast_views_stretched_total{cause=\"with_acks\"}");

@@ -45,6 +45,7 @@ pub async fn metrics(st: web::Data<AppState>, req: actix_web::HttpRequest) -> Ht
     crate::metrics::set_subscriptions(&st.hub.views_by_kind());
     let (window, cause) = st.hub.views_window();
     crate::metrics::set_views_window(window, cause);
+    crate::metrics::VIEWS_HOLD.set(st.hub.views_hold().as_secs_f64());
     st.queue_gauges.refresh(&st.queues).await;
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")

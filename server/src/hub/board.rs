@@ -6,6 +6,8 @@
 //! board, nor for a subscribe or a disconnect elsewhere. The registry (`mod.rs`) only maps the
 //! board's id to its cell.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -34,6 +36,9 @@ pub(super) struct BoardCell {
     /// and why it is stretched (0: it is not; else 1 + the [`Stretch`] index), for `/metrics`.
     window_us: AtomicU64,
     stretch: AtomicU8,
+    /// How long a `me` view is held back after an update that went with its ack (`worker.rs`),
+    /// in µs, for `/metrics`.
+    hold_us: AtomicU64,
 }
 
 impl BoardCell {
@@ -43,6 +48,7 @@ impl BoardCell {
             state: Mutex::new(board),
             window_us: AtomicU64::new(0),
             stretch: AtomicU8::new(0),
+            hold_us: AtomicU64::new(0),
         }
     }
 
@@ -69,6 +75,17 @@ impl BoardCell {
         (w, cause)
     }
 
+    /// Records the worker's hold after an ack's update.
+    pub fn set_hold(&self, hold: Duration) {
+        self.hold_us
+            .store(hold.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// The hold after an ack's update (zero before the first flush of players' views).
+    pub fn hold(&self) -> Duration {
+        Duration::from_micros(self.hold_us.load(Ordering::Relaxed))
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, Board> {
         crate::sync::lock(&self.state)
     }
@@ -89,10 +106,21 @@ pub(super) struct Board {
     /// The sessions watching each player's `me` here: a flush that derived the standings visits
     /// only the views of the players whose standing changed (`plan.rs`), not every view.
     pub me_watchers: foldhash::HashMap<Id, Vec<SessionId>>,
+    /// The sessions of the `me` views that are not held ([`Sub::held`]): when the derivation
+    /// changed more standings than there are of these, a flush visits these instead (most views
+    /// held: the flush costs what the unheld ones cost, not one lookup per standing).
+    pub me_active: foldhash::HashSet<SessionId>,
+    /// `me` views, held or not.
+    pub me_views: usize,
     /// The `top` and `around` subscriptions.
     pub others: foldhash::HashSet<SubKey>,
     /// Subscriptions whose `force` is set (may hold some that were removed or served since).
     pub forced: foldhash::HashSet<SubKey>,
+    /// `me` views held back for their player's next ack ([`Sub::held`]), by when their hold
+    /// ends: a flush skips them until then ([`Board::release_held`]), so a view held for most
+    /// of a second costs nothing in the flushes meanwhile. May hold entries of views removed,
+    /// replaced or held again since (dropped when due).
+    pub held: BinaryHeap<Reverse<(Instant, SessionId)>>,
     pub dirty: Dirty,
     pub wake: Arc<Notify>,
     /// The last event's seq: pub/sub delivers in publish order, so a smaller one means Redis
@@ -153,9 +181,12 @@ pub(super) struct Sub {
     /// (`around.rs`); `None` = read at the next change that reaches it.
     pub kept: Option<Kept>,
     /// When the last update was offered, and whether it went with the submitter's ack
-    /// (`commit.rs`; see [`Sub::held_for_ack`]).
+    /// (`commit.rs`; see [`Sub::held_until`]).
     pub last_sent: Option<Instant>,
     pub sent_early: bool,
+    /// `me`: held back for the player's next ack until then ([`Sub::held_until`]); flushes skip
+    /// the view until [`Board::release_held`] forces it.
+    pub held: Option<Instant>,
 }
 
 impl Sub {
@@ -174,6 +205,7 @@ impl Sub {
             kept: None,
             last_sent: None,
             sent_early: false,
+            held: None,
         }
     }
 
@@ -195,12 +227,17 @@ impl Sub {
         self.last_sent.is_some_and(|t| now.duration_since(t) < span)
     }
 
-    /// Whether a flush holds this `me` view's update back, for the player's next ack to carry it
-    /// (`commit.rs`) or a later flush: for `after_ack` after an update that went with an ack
-    /// (`window.rs`'s `hold_after_ack`: a player who keeps submitting is kept current by their
-    /// acks), and for two `window`s while a submission of the session awaits its answer (the
-    /// ack is on its way; past that, it is late). Never longer.
-    pub fn held_for_ack(&self, now: Instant, window: Duration, after_ack: Duration) -> bool {
+    /// Until when a flush holds this `me` view's update back, for the player's next ack to
+    /// carry it (`commit.rs`) or a later flush (`None`: not held): for `after_ack` after an
+    /// update that went with an ack (`window.rs`'s `next_hold`: a player who keeps submitting
+    /// is kept current by their acks), and for two `window`s while a submission of the session
+    /// awaits its answer (the ack is on its way; past that, it is late). Never longer.
+    pub fn held_until(
+        &self,
+        now: Instant,
+        window: Duration,
+        after_ack: Duration,
+    ) -> Option<Instant> {
         let awaiting = if self.outbox.awaits_ack() {
             2 * window
         } else {
@@ -211,7 +248,8 @@ impl Sub {
         } else {
             Duration::ZERO
         };
-        self.sent_within(now, awaiting.max(after_ack))
+        let until = self.last_sent? + awaiting.max(after_ack);
+        (until > now).then_some(until)
     }
 }
 
@@ -238,8 +276,11 @@ impl Board {
             gone: false,
             subs: Default::default(),
             me_watchers: Default::default(),
+            me_active: Default::default(),
+            me_views: 0,
             others: Default::default(),
             forced: Default::default(),
+            held: BinaryHeap::new(),
             dirty: Dirty::default(),
             wake,
             last_event_seq: 0,
@@ -257,7 +298,13 @@ impl Board {
     pub fn insert_sub(&mut self, key: SubKey, sub: Sub) {
         self.remove_sub(&key);
         match (sub.view, &sub.player) {
-            (View::Me, Some(p)) => self.me_watchers.entry(p.clone()).or_default().push(key.0),
+            (View::Me, Some(p)) => {
+                self.me_watchers.entry(p.clone()).or_default().push(key.0);
+                self.me_views += 1;
+                if sub.held.is_none() {
+                    self.me_active.insert(key.0);
+                }
+            }
             _ => {
                 self.others.insert(key);
             }
@@ -271,6 +318,8 @@ impl Board {
         self.forced.remove(key);
         match (sub.view, &sub.player) {
             (View::Me, Some(p)) => {
+                self.me_views -= 1;
+                self.me_active.remove(&key.0);
                 if let Some(w) = self.me_watchers.get_mut(p) {
                     w.retain(|sid| *sid != key.0);
                     if w.is_empty() {
@@ -283,6 +332,27 @@ impl Board {
             }
         }
         Some(sub)
+    }
+
+    /// Ends the holds due by `now`: each view still held until then is recomputed at the next
+    /// players' flush (forced; the board is marked dirty for it). Returns when the next hold
+    /// ends, if one is kept.
+    pub fn release_held(&mut self, now: Instant) -> Option<Instant> {
+        while let Some(&Reverse((until, sid))) = self.held.peek() {
+            if until > now {
+                return Some(until);
+            }
+            self.held.pop();
+            let key = (sid, ViewKind::Me);
+            if let Some(sub) = self.subs.get_mut(&key).filter(|s| s.held == Some(until)) {
+                sub.held = None;
+                sub.force = true;
+                self.forced.insert(key);
+                self.me_active.insert(sid);
+                self.dirty.any = true;
+            }
+        }
+        None
     }
 
     /// The subscription is recomputed at the next flush whatever the events say.
@@ -331,44 +401,129 @@ mod tests {
         let t0 = Instant::now();
         let outbox = Arc::new(Outbox::new(4));
         let mut sub = Sub::new(View::Me, None, 1, outbox.clone());
-        assert!(!sub.held_for_ack(t0, w, w), "never sent: not held");
+        assert_eq!(sub.held_until(t0, w, w), None, "never sent: not held");
         sub.sent(1, 1, t0, false);
-        assert!(!sub.held_for_ack(t0, w, w), "sent by a flush: not held");
+        assert_eq!(sub.held_until(t0, w, w), None, "sent by a flush: not held");
         sub.sent(2, 2, t0, true);
-        assert!(
-            sub.held_for_ack(t0 + w / 2, w, w),
+        assert_eq!(
+            sub.held_until(t0 + w / 2, w, w),
+            Some(t0 + w),
             "within a window of an ack's update"
         );
-        assert!(!sub.held_for_ack(t0 + w, w, w), "a window later");
+        assert_eq!(sub.held_until(t0 + w, w, w), None, "a window later");
         let submitting = outbox.submitting();
-        assert!(sub.held_for_ack(t0 + w, w, w), "an ack is on its way");
-        assert!(
-            !sub.held_for_ack(t0 + 2 * w, w, w),
+        assert_eq!(
+            sub.held_until(t0 + w, w, w),
+            Some(t0 + 2 * w),
+            "an ack is on its way"
+        );
+        assert_eq!(
+            sub.held_until(t0 + 2 * w, w, w),
+            None,
             "late: never past two windows"
         );
         drop(submitting);
-        assert!(!sub.held_for_ack(t0 + w, w, w), "answered");
+        assert_eq!(sub.held_until(t0 + w, w, w), None, "answered");
         assert!(sub.is_news(3, 3) && !sub.is_news(2, 3) && !sub.is_news(3, 2));
     }
 
-    /// A longer hold after an ack's update (a stretched players' window) holds the view that
-    /// long; an update a flush sent holds nothing, however long the hold.
+    /// A longer hold after an ack's update holds the view that long; an update a flush sent
+    /// holds nothing, however long the hold.
     #[test]
     fn a_longer_hold_after_an_ack_holds_the_view_that_long() {
         let w = Duration::from_millis(50);
-        let players = 8 * w;
+        let hold = 18 * w;
         let t0 = Instant::now();
         let mut sub = Sub::new(View::Me, None, 1, Arc::new(Outbox::new(4)));
         sub.sent(1, 1, t0, true);
-        assert!(
-            sub.held_for_ack(t0 + 7 * w, w, players),
-            "within the players' window"
+        assert_eq!(
+            sub.held_until(t0 + 17 * w, w, hold),
+            Some(t0 + hold),
+            "within the hold"
         );
-        assert!(!sub.held_for_ack(t0 + 8 * w, w, players), "past it");
+        assert_eq!(sub.held_until(t0 + hold, w, hold), None, "past it");
         sub.sent(2, 2, t0, false);
-        assert!(
-            !sub.held_for_ack(t0 + w, w, players),
+        assert_eq!(
+            sub.held_until(t0 + w, w, hold),
+            None,
             "sent by a flush: not held"
         );
+    }
+
+    /// A held view is left alone until its hold ends; then it is forced (recomputed at the next
+    /// flush) and the board marked dirty. A hold replaced by a later one, or of a view removed
+    /// or replaced meanwhile, releases nothing.
+    #[test]
+    fn a_hold_ends_when_due_and_only_for_the_view_still_held() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut b = Board::new(Arc::new(Notify::new()));
+        let outbox = Arc::new(Outbox::new(4));
+        for sid in 1..=3 {
+            let id = Id::parse(&format!("p{sid}")).expect("a valid id");
+            b.insert_sub(
+                (sid, ViewKind::Me),
+                Sub::new(View::Me, Some(id), 1, outbox.clone()),
+            );
+        }
+        let hold = |b: &mut Board, sid: SessionId, until| {
+            b.subs
+                .get_mut(&(sid, ViewKind::Me))
+                .expect("subscribed")
+                .held = Some(until);
+            b.held.push(Reverse((until, sid)));
+            b.me_active.remove(&sid);
+        };
+        hold(&mut b, 1, ms(100));
+        hold(&mut b, 2, ms(200));
+        hold(&mut b, 3, ms(300));
+        // Held again until later: its first hold's end releases nothing.
+        hold(&mut b, 2, ms(900));
+        // Replaced: the new subscription is not held.
+        let id = Id::parse("p3").expect("a valid id");
+        b.insert_sub(
+            (3, ViewKind::Me),
+            Sub::new(View::Me, Some(id), 2, outbox.clone()),
+        );
+
+        assert_eq!(b.release_held(ms(50)), Some(ms(100)), "none due");
+        assert!(!b.dirty.any && b.forced.is_empty());
+        let active = |b: &Board| {
+            let mut a: Vec<SessionId> = b.me_active.iter().copied().collect();
+            a.sort_unstable();
+            a
+        };
+        assert_eq!(
+            (active(&b), b.me_views),
+            (vec![3], 3),
+            "the replaced one is not held"
+        );
+
+        assert_eq!(b.release_held(ms(400)), Some(ms(900)));
+        assert_eq!(
+            b.forced.iter().copied().collect::<Vec<_>>(),
+            [(1, ViewKind::Me)]
+        );
+        assert!(b.dirty.any);
+        let sub = |b: &Board, sid| {
+            (
+                b.subs[&(sid, ViewKind::Me)].held,
+                b.subs[&(sid, ViewKind::Me)].force,
+            )
+        };
+        assert_eq!(sub(&b, 1), (None, true));
+        assert_eq!(sub(&b, 2), (Some(ms(900)), false), "still held");
+        assert_eq!(
+            sub(&b, 3),
+            (None, false),
+            "the replaced one's hold released nothing"
+        );
+
+        assert_eq!(b.release_held(ms(900)), None, "the last hold ended");
+        assert_eq!(sub(&b, 2), (None, true));
+        assert!(b.held.is_empty());
+        assert_eq!(active(&b), [1, 2, 3]);
+        b.remove_sub(&(2, ViewKind::Me));
+        assert_eq!((active(&b), b.me_views), (vec![1, 3], 2));
     }
 }

@@ -220,6 +220,11 @@ impl Standings {
         self.known = self.known.max(lost_gen);
     }
 
+    /// How many standings the last [`Standings::derive`] changed.
+    pub fn changed_count(&self) -> usize {
+        self.changed.len()
+    }
+
     /// The players whose standing the last [`Standings::derive`] changed.
     pub fn changed_players(&self) -> impl Iterator<Item = &Id> {
         self.changed.iter().map(|&s| &self.slots[s as usize].player)

@@ -196,6 +196,13 @@ impl Hub {
             .unwrap_or((Duration::ZERO, "none"))
     }
 
+    /// The longest hold of a `me` view after an update that went with its ack among the watched
+    /// boards (`window.rs`'s `next_hold`), for `/metrics`.
+    pub fn views_hold(&self) -> Duration {
+        let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
+        cells.iter().map(|c| c.hold()).max().unwrap_or_default()
+    }
+
     /// Starts the graceful shutdown of every session: each finishes its in-flight submissions,
     /// sends their answers and closes with 1001.
     pub fn shutdown(&self) {

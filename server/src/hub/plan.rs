@@ -79,6 +79,9 @@ pub(super) struct Plan {
     /// Set when the flush reads every watcher's unknown standing: the standings' loss count
     /// it covers (`Standings::mark_known`, once read).
     pub me_known: Option<u64>,
+    /// `me` views held for their player's next ack (`Sub::held`: skipped until their hold ends,
+    /// then forced).
+    pub held: u64,
 }
 
 impl Plan {
@@ -93,6 +96,7 @@ impl Plan {
             targets: Vec::new(),
             players_later,
             me_known: None,
+            held: 0,
         }
     }
 }
@@ -185,6 +189,10 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
         if !sub.ready {
             return;
         }
+        if sub.held.is_some() && !(d.full || d.resync) {
+            // Held for the player's next ack: visited once the hold ends (forced then).
+            return;
+        }
         let force = sub.force || d.full || d.resync;
         let mine = sub.player.as_ref().is_some_and(|p| d.players.contains(p));
         if let (View::Me, Some(p)) = (sub.view, sub.player.as_ref()) {
@@ -249,9 +257,19 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
     if derive && b.me.all_known() {
         // Every watcher's standing is known and derived: the `me` views to visit are those of
         // the players the derivation changed, and the forced ones (visited once: a forced view
-        // is left to the second loop). O(changes), not O(views).
-        for p in b.me.changed_players() {
-            for sid in b.me_watchers.get(p).into_iter().flatten() {
+        // is left to the second loop). O(changes), not O(views); and when most views are held
+        // (their players keep submitting), the unheld ones: O(those).
+        if b.me.changed_count() <= b.me_active.len() {
+            for p in b.me.changed_players() {
+                for sid in b.me_watchers.get(p).into_iter().flatten() {
+                    let key = (*sid, ViewKind::Me);
+                    if let Some(sub) = b.subs.get(&key).filter(|s| !s.force) {
+                        visit(&key, sub);
+                    }
+                }
+            }
+        } else {
+            for sid in &b.me_active {
                 let key = (*sid, ViewKind::Me);
                 if let Some(sub) = b.subs.get(&key).filter(|s| !s.force) {
                     visit(&key, sub);
@@ -269,7 +287,9 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
             visit(key, sub);
         }
     }
-    // A derived flush that visited every view read every unknown standing of a watcher.
+    plan.held = (b.me_views - b.me_active.len()) as u64;
+    // A derived flush that visited every view read every unknown standing of a watcher (a held
+    // view's is read when its hold ends: it is forced then, and visited whatever changed).
     let me_known = (derive && !b.me.all_known()).then(|| b.me.lost_gen());
     plan.me_known = me_known;
     if plan.targets.is_empty() {
@@ -391,6 +411,51 @@ mod tests {
         b.dirty.ranges = vec![(500, u64::MAX)];
         b.dirty.total_changed = true;
         assert_eq!(sessions(&flush(&mut b)), [1, 3]);
+    }
+
+    /// A `me` view held for its player's next ack is skipped while held, whatever reaches it
+    /// (counted as held), and visited once its hold ends; a resync reaches it even while held.
+    #[test]
+    fn a_held_me_view_is_skipped_until_its_hold_ends() {
+        let mut b = board();
+        let t0 = std::time::Instant::now();
+        let until = t0 + std::time::Duration::from_millis(900);
+        b.subs
+            .get_mut(&(2, ViewKind::Me))
+            .expect("in the fixture")
+            .held = Some(until);
+        b.held.push(std::cmp::Reverse((until, 2)));
+        b.me_active.remove(&2);
+        let reach_alice = |b: &mut Board| {
+            b.dirty.any = true;
+            b.dirty.ranges = vec![(45, 60)];
+        };
+        reach_alice(&mut b);
+        assert!(
+            matches!(plan_flush(&mut b, true), Planned::Nothing),
+            "alice's view is held"
+        );
+        reach_alice(&mut b);
+        b.dirty.ranges.push((25, 25));
+        let p = flush(&mut b);
+        assert_eq!((sessions(&p), p.held), (vec![3], 1));
+
+        assert_eq!(b.release_held(t0), Some(until), "not due yet");
+        assert_eq!(b.release_held(until), None);
+        let p = flush(&mut b);
+        assert_eq!(
+            (sessions(&p), p.held, p.me_reads.clone()),
+            (vec![2], 0, vec![id("alice")]),
+            "forced when its hold ended, with nothing else changed"
+        );
+
+        b.subs
+            .get_mut(&(2, ViewKind::Me))
+            .expect("in the fixture")
+            .held = Some(until);
+        b.dirty.any = true;
+        b.dirty.resync = true;
+        assert_eq!(sessions(&flush(&mut b)), [1, 2, 3]);
     }
 
     #[test]

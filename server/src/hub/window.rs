@@ -1,13 +1,19 @@
 //! How long a board's players' views (`me`, `around`) wait between two flushes: the players'
 //! window, stretched while the views would crowd out the submissions or have little news
 //! ([`next_window`]), and how long a `me` view is left for its player's next ack
-//! ([`hold_after_ack`]). The instance's budget over all boards is `budget.rs`. Pure.
+//! ([`next_hold`]). The instance's budget over all boards is `budget.rs`. Pure.
 
 use std::time::Duration;
 
 /// The longest the players' window of a board grows to, in coalescing windows (1 s at the
 /// default 50 ms).
 pub(super) const MAX_STRETCH: u32 = 20;
+
+/// The longest the players' window grows to, in coalescing windows (100 ms at the default
+/// 50 ms), while it is stretched because most `me` watchers keep submitting
+/// ([`Stretch::WithAcks`]): their acks keep them current, and the hold after an ack
+/// ([`next_hold`]) takes the rest of the longest window.
+pub(super) const WITH_ACKS_STRETCH: u32 = 2;
 
 /// Why a board's players' window was stretched (`scorecast_views_stretches_total{cause}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,10 +66,10 @@ pub(super) fn next_window(
     } else {
         None
     };
-    // A held view waits up to a window past its ack's update, then up to a window for the next
-    // flush: stretched for acks, the window stays within half the longest.
+    // A held view waits out its hold past its ack's update, then up to a window for the next
+    // flush: stretched for acks, the window stays short and leaves the rest to the hold.
     let max = match cause {
-        Some(Stretch::WithAcks) => coalesce * MAX_STRETCH / 2,
+        Some(Stretch::WithAcks) => coalesce * WITH_ACKS_STRETCH,
         _ => coalesce * MAX_STRETCH,
     };
     match cause {
@@ -75,12 +81,27 @@ pub(super) fn next_window(
 }
 
 /// How long a flush holds a `me` view back after an update that went with its ack
-/// ([`Sub::held_for_ack`](super::board::Sub::held_for_ack)), for a board whose players' window
-/// is `window`: that window, but no more than what the longest window (`max`) leaves of it, so
-/// that a held view waits at most `max` in all — the hold, then a window for the next flush;
-/// and at least one coalescing window (at most one message per view per window).
-pub(super) fn hold_after_ack(window: Duration, coalesce: Duration, max: Duration) -> Duration {
-    window.min(max.saturating_sub(window)).max(coalesce)
+/// ([`Sub::held_until`](super::board::Sub::held_until)), after a players' flush that did
+/// `flushed`, for a board whose players' window is now `window`: doubled (from one coalescing
+/// window) while the last update of most of the flush's `me` views went with their player's ack
+/// — the players keep submitting, and each ack keeps them current, so a push of its own would
+/// mostly tell them what their next ack tells them anyway — and halved back once most did not.
+/// Never more than what `window` leaves of the longest window (`max`), so that a held view
+/// waits at most `max` in all: the hold, then a window for the next flush; never less than one
+/// coalescing window (at most one message per view per window).
+pub(super) fn next_hold(
+    hold: Duration,
+    window: Duration,
+    coalesce: Duration,
+    max: Duration,
+    flushed: Flushed,
+) -> Duration {
+    let hold = if flushed.acked * 2 > flushed.me {
+        hold * 2
+    } else {
+        hold / 2
+    };
+    hold.min(max.saturating_sub(window)).max(coalesce)
 }
 
 /// What a flush did with its `me` views.
@@ -92,8 +113,11 @@ pub(super) struct Flushed {
     pub(super) deferred: u64,
     /// `me` and `around` messages it offered.
     pub(super) sent: u64,
-    /// `me` views held back for an ack (`commit.rs`); the worker flushes again if any.
+    /// Of those, held back for their player's next ack (`commit.rs`), found so by this flush or
+    /// skipped as held since an earlier one.
     pub(super) held: u64,
+    /// Of those, the ones whose last update went with their player's ack, held or not.
+    pub(super) acked: u64,
     /// The time the offer spent under the board's lock, its chunks summed.
     pub(super) busy: Duration,
 }
@@ -141,29 +165,53 @@ mod tests {
         );
     }
 
-    /// The hold after an ack's update is the players' window while the two fit the longest
-    /// window together, and what is left of it past half; never under one coalescing window.
+    /// The hold after an ack's update doubles while most `me` views had their last update with
+    /// their player's ack, up to what the players' window leaves of the longest (900 ms at a
+    /// 100 ms window), and halves back once most did not; never under one coalescing window.
     #[test]
-    fn a_held_view_waits_at_most_the_longest_window_in_all() {
+    fn the_hold_grows_while_most_watchers_keep_submitting_within_the_longest_window() {
         let (coalesce, max) = (ms(50), ms(1000));
-        let hold = |w| hold_after_ack(w, coalesce, max);
-        assert_eq!(hold(Duration::ZERO), coalesce, "before the first flush");
-        assert_eq!(hold(ms(50)), ms(50));
-        assert_eq!(hold(ms(500)), ms(500));
-        assert_eq!(hold(ms(800)), ms(200));
+        let held = Flushed {
+            me: 10,
+            acked: 6,
+            held: 1,
+            sent: 9,
+            ..Flushed::default()
+        };
+        let half = Flushed {
+            acked: 5,
+            held: 5,
+            ..held
+        };
+        let window = ms(100);
+        let mut hold = coalesce;
+        for want in [100, 200, 400, 800, 900, 900] {
+            hold = next_hold(hold, window, coalesce, max, held);
+            assert_eq!(hold, ms(want));
+        }
+        for want in [450, 225, 112, 56, 50, 50] {
+            hold = next_hold(hold, window, coalesce, max, half);
+            assert_eq!(hold.as_millis(), want);
+        }
         assert_eq!(
-            hold(max),
+            next_hold(ms(900), ms(400), coalesce, max, held),
+            ms(600),
+            "a longer window leaves less"
+        );
+        assert_eq!(
+            next_hold(ms(900), max, coalesce, max, held),
             coalesce,
             "at the longest window: one coalescing window"
         );
         for w in [50, 100, 400, 500, 700, 950] {
-            assert!(ms(w) + hold(ms(w)) <= max, "{w} ms");
+            let h = next_hold(ms(900), ms(w), coalesce, max, held);
+            assert!(ms(w) + h <= max, "{w} ms");
         }
     }
 
     /// The players' window doubles while most `me` watchers are held for their own acks, up to
-    /// half the longest (500 ms at 50 ms), and halves back once most are not; being behind
-    /// comes first.
+    /// two coalescing windows (the hold takes the rest), and halves back once most are not;
+    /// being behind comes first.
     #[test]
     fn the_window_stretches_while_most_watchers_are_held_for_their_acks() {
         let coalesce = ms(50);
@@ -175,7 +223,7 @@ mod tests {
             ..Flushed::default()
         };
         let mut w = coalesce;
-        for want in [100, 200, 400, 500, 500] {
+        for want in [100, 100] {
             let (next, cause) = next_window(w, coalesce, held, idle);
             assert_eq!((next, cause), (ms(want), Some(Stretch::WithAcks)));
             w = next;
@@ -186,7 +234,7 @@ mod tests {
         };
         assert_eq!(
             next_window(w, coalesce, behind, idle),
-            (ms(1000), Some(Stretch::SessionsBehind))
+            (ms(200), Some(Stretch::SessionsBehind))
         );
         assert_eq!(
             next_window(ms(1000), coalesce, held, idle),
@@ -194,7 +242,7 @@ mod tests {
             "stretched further by another cause: kept"
         );
         let half = Flushed { held: 5, ..held };
-        assert_eq!(next_window(w, coalesce, half, idle), (ms(250), None));
+        assert_eq!(next_window(w, coalesce, half, idle), (ms(50), None));
     }
 
     /// A flush whose own work exceeds a quarter of the window stretches it; it comes back only

@@ -4,6 +4,7 @@
 //! offers the rendered messages under the lock again, a chunk of subscriptions at a time with the
 //! thread yielded in between (`top` views first). Offering never awaits a socket.
 
+use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use super::changes;
 use super::derive::Standings;
 use super::plan::{self, Plan, Planned, Want};
 use super::render::{render, render_me, Built};
-use super::window::{hold_after_ack, next_window, Flushed, Stretch, MAX_STRETCH};
+use super::window::{next_hold, next_window, Flushed, Stretch, MAX_STRETCH};
 use super::Inner;
 use crate::error::AppResult;
 use crate::metrics;
@@ -56,7 +57,7 @@ struct Offering<'a> {
     derived_pages: HashMap<Want, Page>,
     flushed: Flushed,
     /// How long after an update that went with its ack a `me` view is held back
-    /// ([`hold_after_ack`]).
+    /// ([`next_hold`]).
     hold: Duration,
 }
 
@@ -73,6 +74,8 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
     let mut players_wait = coalesce;
     // Why `window` is stretched (the cause of its last doubling), while it is.
     let mut stretched_by: Option<Stretch> = None;
+    // How long a `me` view is held back after an update that went with its ack.
+    let mut hold = coalesce;
     let mut last_flush: Option<Instant> = None;
     let mut last_players: Option<Instant> = None;
     // `me` or `around` views were left for when their window elapses.
@@ -82,11 +85,17 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
         // Standings are derived from events only on ordinal boards. A board's ranking can be
         // changed by an admin without an event, so the config is read again at most once per
         // CONFIG_EVERY, before a flush; until it is read (or if it cannot be) standings are read.
-        match last_players.filter(|_| players_later) {
+        // Woken by an event, when the players' window elapses (if views were left for it), and
+        // when the first hold of a `me` view ends.
+        let players = last_players
+            .filter(|_| players_later)
+            .map(|t| t + players_wait);
+        let release = cell.lock().held.peek().map(|r| Instant::from_std(r.0 .0));
+        match players.into_iter().chain(release).min() {
             Some(t) => {
                 tokio::select! {
                     _ = wake.notified() => {}
-                    _ = tokio::time::sleep_until(t + players_wait) => {}
+                    _ = tokio::time::sleep_until(t) => {}
                 }
             }
             None => wake.notified().await,
@@ -100,7 +109,12 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
         }
         let started = Instant::now();
         let players_due = last_players.is_none_or(|t| started >= t + players_wait);
-        let plan = match changes::plan_flush(&mut cell.lock(), players_due) {
+        let planned = {
+            let mut b = cell.lock();
+            b.release_held(started.into_std());
+            changes::plan_flush(&mut b, players_due)
+        };
+        let plan = match planned {
             Planned::Gone => return,
             Planned::Nothing => {
                 players_later = false;
@@ -120,7 +134,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
         }
         match inner.read_plan(&board, &plan).await {
             Ok(pages) => {
-                let flushed = inner.offer(&board, &cell, plan, pages).await;
+                let flushed = inner.offer(&board, &cell, plan, pages, hold).await;
                 if players_due {
                     let busy = planned + flushed.busy;
                     let (w, mut cause) = next_window(window, coalesce, flushed, busy);
@@ -140,6 +154,8 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
                         stretched_by = None;
                     }
                     cell.set_window(players_wait, stretched_by);
+                    hold = next_hold(hold, players_wait, coalesce, max_window, flushed);
+                    cell.set_hold(hold);
                 }
             }
             Err(e) => {
@@ -226,7 +242,14 @@ impl Inner {
     /// the submissions or the other boards for its whole length. Each chunk renders from the
     /// standings this flush derived (a later event only marks the board dirty again) and finds
     /// its subscriptions again (one dropped meanwhile is skipped).
-    async fn offer(&self, board: &Id, cell: &BoardCell, mut plan: Plan, pages: Pages) -> Flushed {
+    async fn offer(
+        &self,
+        board: &Id,
+        cell: &BoardCell,
+        mut plan: Plan,
+        pages: Pages,
+        hold: Duration,
+    ) -> Flushed {
         let Some(season) = self.take_pages(board, cell, &plan, &pages) else {
             return Flushed::default();
         };
@@ -238,11 +261,14 @@ impl Inner {
             views: pages.views,
             built: HashMap::new(),
             derived_pages: HashMap::new(),
-            flushed: Flushed::default(),
-            hold: {
-                let coalesce = Duration::from_millis(self.ws.coalesce_ms);
-                hold_after_ack(cell.window().0, coalesce, coalesce * MAX_STRETCH)
+            // The views skipped as held count among the flush's `me` views (`next_hold`).
+            flushed: Flushed {
+                me: plan.held,
+                held: plan.held,
+                acked: plan.held,
+                ..Flushed::default()
             },
+            hold,
         };
         by_chunks(&top_first(targets), OFFER_CHUNK, |chunk| {
             let started = Instant::now();
@@ -261,7 +287,7 @@ impl Inner {
         let mut b = cell.lock();
         b.counts.deferred += flushed.deferred;
         b.counts.pushed += flushed.sent;
-        if flushed.deferred > 0 || flushed.held > 0 {
+        if flushed.deferred > 0 {
             b.dirty.any = true;
             b.wake.notify_one();
         }
@@ -342,6 +368,8 @@ impl Inner {
         let Board {
             subs,
             forced,
+            held,
+            me_active,
             me,
             counts,
             ..
@@ -357,10 +385,17 @@ impl Inner {
             let msg = match (sub.view, sub.player.as_ref()) {
                 (View::Me, Some(p)) => {
                     flushed.me += 1;
-                    // Held back for the player's ack to carry it (`Sub::held_for_ack`).
-                    if !plan.resync && sub.held_for_ack(now, window, *hold) {
-                        sub.force = true;
-                        forced.insert(key);
+                    if sub.sent_early {
+                        flushed.acked += 1;
+                    }
+                    // Held back for the player's ack to carry it (`Sub::held_until`): skipped
+                    // by the flushes until the hold ends (`Board::release_held`).
+                    if let Some(until) = sub.held_until(now, window, *hold).filter(|_| !plan.resync)
+                    {
+                        if sub.held.replace(until) != Some(until) {
+                            held.push(Reverse((until, key.0)));
+                            me_active.remove(&key.0);
+                        }
                         flushed.held += 1;
                         continue;
                     }
