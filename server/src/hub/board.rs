@@ -110,8 +110,6 @@ pub(super) struct Board {
     /// changed more standings than there are of these, a flush visits these instead (most views
     /// held: the flush costs what the unheld ones cost, not one lookup per standing).
     pub me_active: foldhash::HashSet<SessionId>,
-    /// `me` views, held or not.
-    pub me_views: usize,
     /// The `top` and `around` subscriptions.
     pub others: foldhash::HashSet<SubKey>,
     /// Subscriptions whose `force` is set (may hold some that were removed or served since).
@@ -184,6 +182,10 @@ pub(super) struct Sub {
     /// (`commit.rs`; see [`Sub::held_until`]).
     pub last_sent: Option<Instant>,
     pub sent_early: bool,
+    /// When the last update that went with the player's ack was offered: the board's hold
+    /// grows while most `me` watchers' players had one within the longest window
+    /// (`window.rs`'s `next_hold`).
+    pub acked_at: Option<Instant>,
     /// `me`: held back for the player's next ack until then ([`Sub::held_until`]); flushes skip
     /// the view until [`Board::release_held`] forces it.
     pub held: Option<Instant>,
@@ -205,6 +207,7 @@ impl Sub {
             kept: None,
             last_sent: None,
             sent_early: false,
+            acked_at: None,
             held: None,
         }
     }
@@ -220,6 +223,14 @@ impl Sub {
         self.last_hash = Some(hash);
         self.last_sent = Some(now);
         self.sent_early = with_ack;
+        if with_ack {
+            self.acked_at = Some(now);
+        }
+    }
+
+    /// Whether an update went with the player's ack less than `span` before `now`.
+    pub fn acked_within(&self, now: Instant, span: Duration) -> bool {
+        self.acked_at.is_some_and(|t| now.duration_since(t) < span)
     }
 
     /// Whether the last update was offered less than `span` before `now`.
@@ -277,7 +288,6 @@ impl Board {
             subs: Default::default(),
             me_watchers: Default::default(),
             me_active: Default::default(),
-            me_views: 0,
             others: Default::default(),
             forced: Default::default(),
             held: BinaryHeap::new(),
@@ -300,7 +310,6 @@ impl Board {
         match (sub.view, &sub.player) {
             (View::Me, Some(p)) => {
                 self.me_watchers.entry(p.clone()).or_default().push(key.0);
-                self.me_views += 1;
                 if sub.held.is_none() {
                     self.me_active.insert(key.0);
                 }
@@ -318,7 +327,6 @@ impl Board {
         self.forced.remove(key);
         match (sub.view, &sub.player) {
             (View::Me, Some(p)) => {
-                self.me_views -= 1;
                 self.me_active.remove(&key.0);
                 if let Some(w) = self.me_watchers.get_mut(p) {
                     w.retain(|sid| *sid != key.0);
@@ -334,13 +342,22 @@ impl Board {
         Some(sub)
     }
 
+    /// `me` views, held or not (every subscription that is not a `top` or `around` one).
+    pub fn me_views(&self) -> usize {
+        self.subs.len() - self.others.len()
+    }
+
+    /// When the first hold of a `me` view ends, if one is kept (the worker wakes then).
+    pub fn next_release(&self) -> Option<Instant> {
+        self.held.peek().map(|r| r.0 .0)
+    }
+
     /// Ends the holds due by `now`: each view still held until then is recomputed at the next
-    /// players' flush (forced; the board is marked dirty for it). Returns when the next hold
-    /// ends, if one is kept.
-    pub fn release_held(&mut self, now: Instant) -> Option<Instant> {
+    /// players' flush (forced; the board is marked dirty for it).
+    pub fn release_held(&mut self, now: Instant) {
         while let Some(&Reverse((until, sid))) = self.held.peek() {
             if until > now {
-                return Some(until);
+                return;
             }
             self.held.pop();
             let key = (sid, ViewKind::Me);
@@ -352,7 +369,6 @@ impl Board {
                 self.dirty.any = true;
             }
         }
-        None
     }
 
     /// The subscription is recomputed at the next flush whatever the events say.
@@ -428,13 +444,15 @@ mod tests {
     }
 
     /// A longer hold after an ack's update holds the view that long; an update a flush sent
-    /// holds nothing, however long the hold.
+    /// holds nothing, however long the hold, but the player still counts as submitting until
+    /// the longest window passed since their ack.
     #[test]
     fn a_longer_hold_after_an_ack_holds_the_view_that_long() {
         let w = Duration::from_millis(50);
         let hold = 18 * w;
         let t0 = Instant::now();
         let mut sub = Sub::new(View::Me, None, 1, Arc::new(Outbox::new(4)));
+        assert!(!sub.acked_within(t0, w), "nothing went with an ack yet");
         sub.sent(1, 1, t0, true);
         assert_eq!(
             sub.held_until(t0 + 17 * w, w, hold),
@@ -448,6 +466,9 @@ mod tests {
             None,
             "sent by a flush: not held"
         );
+        // The player still keeps submitting: the flush's push ends the hold, not that.
+        assert!(sub.acked_within(t0 + 19 * w, 20 * w));
+        assert!(!sub.acked_within(t0 + 20 * w, 20 * w));
     }
 
     /// A held view is left alone until its hold ends; then it is forced (recomputed at the next
@@ -486,7 +507,8 @@ mod tests {
             Sub::new(View::Me, Some(id), 2, outbox.clone()),
         );
 
-        assert_eq!(b.release_held(ms(50)), Some(ms(100)), "none due");
+        b.release_held(ms(50));
+        assert_eq!(b.next_release(), Some(ms(100)), "none due");
         assert!(!b.dirty.any && b.forced.is_empty());
         let active = |b: &Board| {
             let mut a: Vec<SessionId> = b.me_active.iter().copied().collect();
@@ -494,12 +516,13 @@ mod tests {
             a
         };
         assert_eq!(
-            (active(&b), b.me_views),
+            (active(&b), b.me_views()),
             (vec![3], 3),
             "the replaced one is not held"
         );
 
-        assert_eq!(b.release_held(ms(400)), Some(ms(900)));
+        b.release_held(ms(400));
+        assert_eq!(b.next_release(), Some(ms(900)));
         assert_eq!(
             b.forced.iter().copied().collect::<Vec<_>>(),
             [(1, ViewKind::Me)]
@@ -519,11 +542,12 @@ mod tests {
             "the replaced one's hold released nothing"
         );
 
-        assert_eq!(b.release_held(ms(900)), None, "the last hold ended");
+        b.release_held(ms(900));
+        assert_eq!(b.next_release(), None, "the last hold ended");
         assert_eq!(sub(&b, 2), (None, true));
         assert!(b.held.is_empty());
         assert_eq!(active(&b), [1, 2, 3]);
         b.remove_sub(&(2, ViewKind::Me));
-        assert_eq!((active(&b), b.me_views), (vec![1, 3], 2));
+        assert_eq!((active(&b), b.me_views()), (vec![1, 3], 2));
     }
 }

@@ -83,9 +83,12 @@ pub(super) fn next_window(
 /// How long a flush holds a `me` view back after an update that went with its ack
 /// ([`Sub::held_until`](super::board::Sub::held_until)), after a players' flush that did
 /// `flushed`, for a board whose players' window is now `window`: doubled (from one coalescing
-/// window) while the last update of most of the flush's `me` views went with their player's ack
-/// — the players keep submitting, and each ack keeps them current, so a push of its own would
-/// mostly tell them what their next ack tells them anyway — and halved back once most did not.
+/// window) while most of the flush's `me` views had an update go with their player's ack less
+/// than the longest window ago — the players keep submitting, and each ack keeps them current,
+/// so a push of its own would mostly tell them what their next ack tells them anyway — and
+/// halved back once most had not. (Whether the *last* update went with an ack would not do: a
+/// view's hold ends with a flush's push, so only players who submit again within the hold
+/// would count, and a hold shorter than their pace would never grow.)
 /// Never more than what `window` leaves of the longest window (`max`), so that a held view
 /// waits at most `max` in all: the hold, then a window for the next flush; never less than one
 /// coalescing window (at most one message per view per window).
@@ -116,7 +119,8 @@ pub(super) struct Flushed {
     /// Of those, held back for their player's next ack (`commit.rs`), found so by this flush or
     /// skipped as held since an earlier one.
     pub(super) held: u64,
-    /// Of those, the ones whose last update went with their player's ack, held or not.
+    /// Of those, the ones with an update that went with their player's ack less than the
+    /// longest window ago, held or not.
     pub(super) acked: u64,
     /// The time the offer spent under the board's lock, its chunks summed.
     pub(super) busy: Duration,

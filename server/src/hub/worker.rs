@@ -90,7 +90,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
         let players = last_players
             .filter(|_| players_later)
             .map(|t| t + players_wait);
-        let release = cell.lock().held.peek().map(|r| Instant::from_std(r.0 .0));
+        let release = cell.lock().next_release().map(Instant::from_std);
         match players.into_iter().chain(release).min() {
             Some(t) => {
                 tokio::select! {
@@ -376,6 +376,7 @@ impl Inner {
         } = b;
         let window = Duration::from_millis(self.ws.coalesce_ms);
         let behind_after = 2 * window;
+        let longest = window * MAX_STRETCH;
         let now = std::time::Instant::now();
         for (key, gen) in chunk {
             let key = *key;
@@ -385,7 +386,7 @@ impl Inner {
             let msg = match (sub.view, sub.player.as_ref()) {
                 (View::Me, Some(p)) => {
                     flushed.me += 1;
-                    if sub.sent_early {
+                    if sub.acked_within(now, longest) {
                         flushed.acked += 1;
                     }
                     // Held back for the player's ack to carry it (`Sub::held_until`): skipped
