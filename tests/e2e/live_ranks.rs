@@ -763,7 +763,7 @@ async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converg
         Clock::Redis,
     )
     .await;
-    let run = submit_back_to_back_while_watching(&app, "budget", "push_budget", 20).await;
+    let run = submit_while_watching(&app, "budget", "push_budget", 20, Duration::ZERO).await;
     let allowed = f64::from(PER_SEC) * run.elapsed.as_secs_f64() + WATCHERS as f64;
     assert!(
         run.pushed as f64 <= allowed,
@@ -790,7 +790,7 @@ async fn players_who_keep_submitting_stretch_the_window_and_the_views_still_conv
     .await;
     // Long enough a load (about a second) for the hold to grow a few times: the players' first
     // updates are the flushes', so it starts growing a few flushes in.
-    let run = submit_back_to_back_while_watching(&app, "acks", "with_acks", 60).await;
+    let run = submit_while_watching(&app, "acks", "with_acks", 60, Duration::ZERO).await;
     assert!(
         run.stretched <= MAX_WINDOW / 10,
         "stretched to {:?}",
@@ -807,10 +807,37 @@ async fn players_who_keep_submitting_stretch_the_window_and_the_views_still_conv
     );
 }
 
-/// Players watching `me` in [`submit_back_to_back_while_watching`].
+/// Players who submit at a pace slower than the first hold after an ack (one coalescing window,
+/// 50 ms; here one submission every 400 ms, on a board where every watcher has a score, so
+/// each submission moves others' ranks) still count as submitting: the hold grows for them too,
+/// and the window stretches for that cause. While the hold is shorter than their pace a flush
+/// pushes each of them an update of its own between two acks; had only a view whose last
+/// update went with an ack counted, most views would count as not submitting at most flushes,
+/// and the hold would stay at 50 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_paced_slower_than_the_hold_still_grow_it() {
+    let app = spawn_app_with(
+        |s| {
+            s.public_limit.limit = 100_000;
+            s.ws.player_pushes_per_sec = 0;
+        },
+        Clock::Redis,
+    )
+    .await;
+    let pace = Duration::from_millis(400);
+    let run = submit_while_watching(&app, "paced", "with_acks", 8, pace).await;
+    assert!(run.with_ack > 0, "no update went with an ack");
+    assert!(
+        run.longest_hold >= Duration::from_millis(200),
+        "longest hold {:?}: it did not grow for players paced {pace:?} apart",
+        run.longest_hold
+    );
+}
+
+/// Players watching `me` in [`submit_while_watching`].
 const WATCHERS: usize = 200;
 
-/// What [`submit_back_to_back_while_watching`] saw.
+/// What [`submit_while_watching`] saw.
 struct LoadRun {
     /// The players' window the first time it was stretched for the cause asked for.
     stretched: Duration,
@@ -824,14 +851,15 @@ struct LoadRun {
 }
 
 /// [`WATCHERS`] players watch `me` on `board` (created here) and each submits `rounds` scores
-/// one after the other, each after the last one's ack. Asserts that the board's players' window
+/// one after the other, each `pace` after the last one's ack. Asserts that the board's players' window
 /// was stretched for `cause` while the load ran, and that once it stopped every player's last
 /// `me` push equals its stored standing, within one maximal window (plus the delivery margin).
-async fn submit_back_to_back_while_watching(
+async fn submit_while_watching(
     app: &TestApp,
     board: &'static str,
     cause: &str,
     rounds: usize,
+    pace: Duration,
 ) -> LoadRun {
     app.board(board, json!({"op": "set", "submit_limit": null}))
         .await;
@@ -841,6 +869,14 @@ async fn submit_back_to_back_while_watching(
             ws.hello(&app.token(&format!("pb{p}"), None)).await["type"],
             "welcome"
         );
+        // Every player is on the board before anyone watches: from the first round on, each
+        // submission moves other watchers' ranks.
+        ws.send_json(
+            json!({"type": "submit", "id": "first", "board": board, "points": p as i64 + 1}),
+        )
+        .await;
+        let ack = ws.next_json().await;
+        assert_eq!(ack["type"], "ack", "{ack}");
         let snap = ws.subscribe(board, "me", json!({})).await;
         assert_eq!(snap["type"], "rank", "{snap}");
         (ws, snap)
@@ -852,7 +888,8 @@ async fn submit_back_to_back_while_watching(
     // seen until the load ended and the stretch was seen).
     let done = std::sync::atomic::AtomicBool::new(false);
     let watch = async {
-        let deadline = started + Duration::from_secs(30);
+        // The load ends within 30 s; a stretch not seen by one maximal window after it is none.
+        let mut deadline = started + Duration::from_secs(30);
         let (mut stretched, mut longest_hold) = (None, Duration::ZERO);
         loop {
             let (window, now) = app.state.hub.views_window();
@@ -861,6 +898,9 @@ async fn submit_back_to_back_while_watching(
                 stretched = Some(window);
             }
             let done = done.load(std::sync::atomic::Ordering::Relaxed);
+            if done {
+                deadline = deadline.min(tokio::time::Instant::now() + MAX_WINDOW);
+            }
             if (done && stretched.is_some()) || tokio::time::Instant::now() > deadline {
                 return (stretched, longest_hold);
             }
@@ -871,6 +911,12 @@ async fn submit_back_to_back_while_watching(
     let load = async {
         let clients = join_all(clients.into_iter().enumerate().map(|(p, (mut ws, mut last))| async move {
         for i in 0..rounds {
+            if !pace.is_zero() {
+                // The load's pace, not a wait for an event (pushes that come meanwhile are read
+                // with the next ack); the players' first submissions are spread over one pace.
+                let first = pace * (p % 10) as u32 / 10;
+                tokio::time::sleep(if i == 0 { first } else { pace }).await;
+            }
             ws.send_json(json!({"type": "submit", "id": format!("b{i}"), "board": board, "points": points(p, i)}))
                 .await;
             loop {
@@ -888,7 +934,9 @@ async fn submit_back_to_back_while_watching(
         clients
     };
     let ((stretched, longest_hold), clients) = tokio::join!(watch, load);
-    let stretched = stretched.unwrap_or_else(|| panic!("the window was stretched by {cause}"));
+    let stretched = stretched.unwrap_or_else(|| {
+        panic!("the window was never stretched by {cause} (longest hold {longest_hold:?})")
+    });
     assert!(stretched > Duration::from_millis(50), "{stretched:?}");
     let stopped = tokio::time::Instant::now();
     let key = format!("lb:{{{board}}}:s:all");
