@@ -7,7 +7,13 @@ use std::time::Duration;
 
 /// The longest the players' window of a board grows to, in coalescing windows (1 s at the
 /// default 50 ms).
-pub(super) const MAX_STRETCH: u32 = 20;
+const MAX_STRETCH: u32 = 20;
+
+/// The longest players' window for a coalescing window of `coalesce`: a view waits at most
+/// this between two flushes of it, or after its hold and the next flush.
+pub(super) fn longest_window(coalesce: Duration) -> Duration {
+    coalesce * MAX_STRETCH
+}
 
 /// The longest the players' window grows to, in coalescing windows (100 ms at the default
 /// 50 ms), while it is stretched because most `me` watchers keep submitting
@@ -44,10 +50,10 @@ impl Stretch {
 }
 
 /// The players' (`me`, `around`) window before a board's next flush of them: `coalesce_ms` while
-/// its sessions keep up and its flushes stay within budget; doubled (up to [`MAX_STRETCH`]
-/// windows) after a flush that found most of its `me` watchers behind (their update of two
-/// windows before was still in the outbox, so it was deferred) or that spent more than a quarter of
-/// the window on its own work (`busy`); halved back once they keep up and the work would fit a
+/// its sessions keep up and its flushes stay within budget; doubled (up to [`longest_window`])
+/// after a flush that found most of its `me` watchers behind (their update of two windows
+/// before was still in the outbox, so it was deferred) or that spent more than a quarter of the
+/// window on its own work (`busy`); halved back once they keep up and the work would fit a
 /// quarter of the halved window. A board whose views cannot keep up is flushed less often
 /// instead: that CPU goes to the submissions. Never below `coalesce_ms`. `top` views are not
 /// stretched: they are flushed every `coalesce_ms` (`changes.rs`).
@@ -70,7 +76,7 @@ pub(super) fn next_window(
     // flush: stretched for acks, the window stays short and leaves the rest to the hold.
     let max = match cause {
         Some(Stretch::WithAcks) => coalesce * WITH_ACKS_STRETCH,
-        _ => coalesce * MAX_STRETCH,
+        _ => longest_window(coalesce),
     };
     match cause {
         Some(_) if window < max => ((window * 2).min(max), cause),

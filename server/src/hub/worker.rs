@@ -21,7 +21,7 @@ use super::changes;
 use super::derive::Standings;
 use super::plan::{self, Plan, Planned, Want};
 use super::render::{render, render_me, Built};
-use super::window::{next_hold, next_window, Flushed, Stretch, MAX_STRETCH};
+use super::window::{longest_window, next_hold, next_window, Flushed, Stretch};
 use super::Inner;
 use crate::error::AppResult;
 use crate::metrics;
@@ -68,7 +68,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
     let wake = cell.wake.clone();
     let coalesce = Duration::from_millis(inner.ws.coalesce_ms);
     let mut window = coalesce;
-    let max_window = coalesce * MAX_STRETCH;
+    let max_window = longest_window(coalesce);
     // The wait before the next flush of players' views: `window`, or longer when the
     // instance's push budget asks for it (`budget.rs`), never over `max_window`.
     let mut players_wait = coalesce;
@@ -376,7 +376,7 @@ impl Inner {
         } = b;
         let window = Duration::from_millis(self.ws.coalesce_ms);
         let behind_after = 2 * window;
-        let longest = window * MAX_STRETCH;
+        let longest = longest_window(window);
         let now = std::time::Instant::now();
         for (key, gen) in chunk {
             let key = *key;
