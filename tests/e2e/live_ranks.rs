@@ -813,7 +813,10 @@ async fn players_who_keep_submitting_stretch_the_window_and_the_views_still_conv
 /// and the window stretches for that cause. While the hold is shorter than their pace a flush
 /// pushes each of them an update of its own between two acks; had only a view whose last
 /// update went with an ack counted, most views would count as not submitting at most flushes,
-/// and the hold would stay at 50 ms.
+/// and the hold would stay at 50 ms. Once it grew, a player whose ack came less than a window
+/// after a flush's update (too soon to bring one) is held after the flush's next update as
+/// after an ack; were they not, the flushes would update them every window until an ack
+/// happened to find their view a window past its last message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn players_paced_slower_than_the_hold_still_grow_it() {
     let app = spawn_app_with(
@@ -832,7 +835,18 @@ async fn players_paced_slower_than_the_hold_still_grow_it() {
         "longest hold {:?}: it did not grow for players paced {pace:?} apart",
         run.longest_hold
     );
+    // Once it grew, the players' acks bring their ranks: the flushes send them little of their
+    // own (the views' last updates after the load included), even to players whose ack came too
+    // soon after a flush's update to bring one.
+    let (pushed, with_ack) = run.since_grown.expect("the hold grew");
+    assert!(
+        pushed * 2 <= with_ack,
+        "after the hold grew: {pushed} updates by the flushes against {with_ack} with acks"
+    );
 }
+
+/// A hold after an ack that has grown from its first 50 ms.
+const HOLD_GROWN: Duration = Duration::from_millis(800);
 
 /// Players watching `me` in [`submit_while_watching`].
 const WATCHERS: usize = 200;
@@ -847,6 +861,10 @@ struct LoadRun {
     /// The longest hold of a `me` view after an update that went with its ack, while the load
     /// ran.
     longest_hold: Duration,
+    /// From the time the hold had grown to [`HOLD_GROWN`] to the end (after the views
+    /// converged): the flushes' `me` and `around` messages, and the `me` updates sent with an
+    /// ack.
+    since_grown: Option<(u64, u64)>,
     elapsed: Duration,
 }
 
@@ -890,10 +908,14 @@ async fn submit_while_watching(
     let watch = async {
         // The load ends within 30 s; a stretch not seen by one maximal window after it is none.
         let mut deadline = started + Duration::from_secs(30);
-        let (mut stretched, mut longest_hold) = (None, Duration::ZERO);
+        let (mut stretched, mut longest_hold, mut grown) = (None, Duration::ZERO, None);
         loop {
             let (window, now) = app.state.hub.views_window();
-            longest_hold = longest_hold.max(app.state.hub.views_hold());
+            let hold = app.state.hub.views_hold();
+            longest_hold = longest_hold.max(hold);
+            if hold >= HOLD_GROWN && grown.is_none() {
+                grown = Some(counts(app, board));
+            }
             if now == cause && stretched.is_none() {
                 stretched = Some(window);
             }
@@ -902,7 +924,7 @@ async fn submit_while_watching(
                 deadline = deadline.min(tokio::time::Instant::now() + MAX_WINDOW);
             }
             if (done && stretched.is_some()) || tokio::time::Instant::now() > deadline {
-                return (stretched, longest_hold);
+                return (stretched, longest_hold, grown);
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -933,7 +955,7 @@ async fn submit_while_watching(
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         clients
     };
-    let ((stretched, longest_hold), clients) = tokio::join!(watch, load);
+    let ((stretched, longest_hold, grown), clients) = tokio::join!(watch, load);
     let stretched = stretched.unwrap_or_else(|| {
         panic!("the window was never stretched by {cause} (longest hold {longest_hold:?})")
     });
@@ -971,11 +993,12 @@ async fn submit_while_watching(
         pushed: after.pushed - before.pushed,
         with_ack: after.with_ack - before.with_ack,
         longest_hold,
+        since_grown: grown.map(|g| (after.pushed - g.pushed, after.with_ack - g.with_ack)),
         elapsed: tokio::time::Instant::now() - started,
     };
     eprintln!(
-        "{} `me` pushes by the flushes and {} with acks in {:?}; window stretched to {stretched:?} ({cause}); longest hold {:?}",
-        run.pushed, run.with_ack, run.elapsed, run.longest_hold
+        "{} `me` pushes by the flushes and {} with acks in {:?}; window stretched to {stretched:?} ({cause}); longest hold {:?}; since the hold grew: {:?}",
+        run.pushed, run.with_ack, run.elapsed, run.longest_hold, run.since_grown
     );
     run
 }

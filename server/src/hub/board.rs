@@ -189,6 +189,10 @@ pub(super) struct Sub {
     /// `me`: held back for the player's next ack until then ([`Sub::held_until`]); flushes skip
     /// the view until [`Board::release_held`] forces it.
     pub held: Option<Instant>,
+    /// `me`: an ack of the player could not bring the update (the view had sent a message less
+    /// than a window before, `commit.rs`): the flush's next update is the ack's, and is held
+    /// after as if it had gone with it.
+    pub ack_owed: bool,
 }
 
 impl Sub {
@@ -209,6 +213,7 @@ impl Sub {
             sent_early: false,
             acked_at: None,
             held: None,
+            ack_owed: false,
         }
     }
 
@@ -217,8 +222,10 @@ impl Sub {
         self.last_hash != Some(hash) && seq > self.last_seq
     }
 
-    /// Records an update offered at `now` (`with_ack`: queued with the submitter's ack).
+    /// Records an update offered at `now` (`with_ack`: queued with the submitter's ack, or the
+    /// first one after an ack that could not bring it: [`Sub::ack_owed`]).
     pub fn sent(&mut self, hash: u64, seq: u64, now: Instant, with_ack: bool) {
+        self.ack_owed = false;
         self.last_seq = seq;
         self.last_hash = Some(hash);
         self.last_sent = Some(now);

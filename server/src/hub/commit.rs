@@ -8,7 +8,9 @@
 //! an ordinal board, so it is done only there, and only where it is allowed:
 //! - the view's last update was offered at least one window (`coalesce_ms`) ago and its
 //!   connection's writer has taken it: still at most one message per view per window, and a
-//!   session that is behind is left to the flush (`worker.rs`);
+//!   session that is behind is left to the flush (`worker.rs`). The flush's next update of the
+//!   view then counts as the ack's ([`Sub::ack_owed`](super::board::Sub::ack_owed)): the hold
+//!   after an ack follows it;
 //! - the update is newer than the view's last message (`seq`), and nothing waits for a full
 //!   recompute or a resync.
 //!
@@ -99,15 +101,25 @@ impl Inner {
                 let Some(sub) = b.subs.get_mut(&(*sid, ViewKind::Me)) else {
                     continue;
                 };
-                if !sub.ready || sub.sent_within(now, window) || ev.seq <= sub.last_seq {
+                if !sub.ready || ev.seq <= sub.last_seq {
+                    continue;
+                }
+                if sub.sent_within(now, window) {
+                    // Too soon after the view's last message: the next flush brings the update,
+                    // and it counts as this ack's (the hold follows it). Otherwise a player whose
+                    // view a flush had just updated would get an update at every flush until an
+                    // ack found the view a window past its last message.
+                    sub.ack_owed = true;
                     continue;
                 }
                 let msg = built.get_or_insert_with(|| {
                     render_me(board, m.player, &standing, &ev.season, ev.seq, false)
                 });
-                if !sub.is_news(msg.hash, msg.seq)
-                    || !sub.outbox.put_view(board, ViewKind::Me, &msg.text)
-                {
+                if !sub.is_news(msg.hash, msg.seq) {
+                    continue;
+                }
+                if !sub.outbox.put_view(board, ViewKind::Me, &msg.text) {
+                    sub.ack_owed = true;
                     continue;
                 }
                 sub.sent(msg.hash, msg.seq, now, true);

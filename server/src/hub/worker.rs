@@ -462,7 +462,8 @@ impl Inner {
             };
             sub.window = msg.window.or(sub.window);
             if plan.resync || sub.is_news(msg.hash, msg.seq) {
-                sub.sent(msg.hash, msg.seq, now, false);
+                let owed = sub.ack_owed;
+                sub.sent(msg.hash, msg.seq, now, owed);
                 sub.outbox.offer_view(board, key.1, msg.text.clone());
                 crate::metrics::PUSHES.inc();
                 if !matches!(sub.view, View::Top { .. }) {
