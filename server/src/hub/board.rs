@@ -6,8 +6,6 @@
 //! board, nor for a subscribe or a disconnect elsewhere. The registry (`mod.rs`) only maps the
 //! board's id to its cell.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -18,6 +16,7 @@ use tokio::sync::Notify;
 
 use super::around::Kept;
 use super::derive::{Move, Standings};
+use super::holds::Holds;
 use super::outbox::Outbox;
 use super::window::Stretch;
 use super::SessionId;
@@ -118,7 +117,7 @@ pub(super) struct Board {
     /// ends: a flush skips them until then ([`Board::release_held`]), so a view held for most
     /// of a second costs nothing in the flushes meanwhile. May hold entries of views removed,
     /// replaced or held again since (dropped when due).
-    pub held: BinaryHeap<Reverse<(Instant, SessionId)>>,
+    pub held: Holds,
     pub dirty: Dirty,
     pub wake: Arc<Notify>,
     /// The last event's seq: pub/sub delivers in publish order, so a smaller one means Redis
@@ -297,7 +296,7 @@ impl Board {
             me_active: Default::default(),
             others: Default::default(),
             forced: Default::default(),
-            held: BinaryHeap::new(),
+            held: Holds::default(),
             dirty: Dirty::default(),
             wake,
             last_event_seq: 0,
@@ -356,26 +355,30 @@ impl Board {
 
     /// When the first hold of a `me` view ends, if one is kept (the worker wakes then).
     pub fn next_release(&self) -> Option<Instant> {
-        self.held.peek().map(|r| r.0 .0)
+        self.held.next()
     }
 
     /// Ends the holds due by `now`: each view still held until then is recomputed at the next
     /// players' flush (forced; the board is marked dirty for it).
     pub fn release_held(&mut self, now: Instant) {
-        while let Some(&Reverse((until, sid))) = self.held.peek() {
-            if until > now {
-                return;
-            }
-            self.held.pop();
+        let Board {
+            held,
+            subs,
+            forced,
+            me_active,
+            dirty,
+            ..
+        } = self;
+        held.take_due(now, |until, sid| {
             let key = (sid, ViewKind::Me);
-            if let Some(sub) = self.subs.get_mut(&key).filter(|s| s.held == Some(until)) {
+            if let Some(sub) = subs.get_mut(&key).filter(|s| s.held == Some(until)) {
                 sub.held = None;
                 sub.force = true;
-                self.forced.insert(key);
-                self.me_active.insert(sid);
-                self.dirty.any = true;
+                forced.insert(key);
+                me_active.insert(sid);
+                dirty.any = true;
             }
-        }
+        });
     }
 
     /// The subscription is recomputed at the next flush whatever the events say.
@@ -499,7 +502,7 @@ mod tests {
                 .get_mut(&(sid, ViewKind::Me))
                 .expect("subscribed")
                 .held = Some(until);
-            b.held.push(Reverse((until, sid)));
+            b.held.push(until, sid);
             b.me_active.remove(&sid);
         };
         hold(&mut b, 1, ms(100));
@@ -552,7 +555,7 @@ mod tests {
         b.release_held(ms(900));
         assert_eq!(b.next_release(), None, "the last hold ended");
         assert_eq!(sub(&b, 2), (None, true));
-        assert!(b.held.is_empty());
+        assert_eq!(b.held.next(), None);
         assert_eq!(active(&b), [1, 2, 3]);
         b.remove_sub(&(2, ViewKind::Me));
         assert_eq!((active(&b), b.me_views()), (vec![1, 3], 2));

@@ -42,6 +42,7 @@ mod commit;
 pub mod derive;
 mod events;
 mod feed;
+mod holds;
 mod members;
 mod notify;
 pub mod outbox;

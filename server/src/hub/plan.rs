@@ -424,7 +424,7 @@ mod tests {
             .get_mut(&(2, ViewKind::Me))
             .expect("in the fixture")
             .held = Some(until);
-        b.held.push(std::cmp::Reverse((until, 2)));
+        b.held.push(until, 2);
         b.me_active.remove(&2);
         let reach_alice = |b: &mut Board| {
             b.dirty.any = true;

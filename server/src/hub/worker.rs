@@ -4,7 +4,6 @@
 //! offers the rendered messages under the lock again, a chunk of subscriptions at a time with the
 //! thread yielded in between (`top` views first). Offering never awaits a socket.
 
-use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -394,7 +393,7 @@ impl Inner {
                     if let Some(until) = sub.held_until(now, window, *hold).filter(|_| !plan.resync)
                     {
                         if sub.held.replace(until) != Some(until) {
-                            held.push(Reverse((until, key.0)));
+                            held.push(until, key.0);
                             me_active.remove(&key.0);
                         }
                         flushed.held += 1;
