@@ -31,6 +31,12 @@
 //! per push is read without the closed loop's rates, which move with the machine's load. The
 //! rounds are ranked by it.
 //!
+//! `--warmup S`: each run's load starts `S` seconds before its measured `--seconds`; what the
+//! warm-up costs and sees is not counted (the server's CPU, Redis's, the acks, pushes and their
+//! latencies from then on; the `top` spectators time the whole run). The views' holds and
+//! windows start short on each run's fresh board and grow within the first second or two of load;
+//! a warm-up measures the steady state alone.
+//!
 //! `--sizes N,M,...`: the whole scenario once per player count (e.g. `--sizes 1000,10000`),
 //! each on a fresh Redis and server, one after the other.
 //!
@@ -84,10 +90,13 @@ struct Args {
     /// Submissions offered per second, all players together (0: each player submits again as
     /// soon as its last submission is acked).
     rate: u64,
+    /// Seconds of load before the measured `seconds` (not counted: the views' holds and
+    /// windows settle meanwhile).
+    warmup: u64,
 }
 
 const USAGE: &str =
-    "loadgen_views [--players N=1000 | --sizes N,M,...] [--spectators K=10] [--seconds S=8] [--rounds R=3] [--http-workers W=0] [--views-first] [--rate SUBMISSIONS_PER_S] [--against OTHER_LOADGEN_VIEWS]";
+    "loadgen_views [--players N=1000 | --sizes N,M,...] [--spectators K=10] [--seconds S=8] [--rounds R=3] [--http-workers W=0] [--views-first] [--rate SUBMISSIONS_PER_S] [--warmup S=0] [--against OTHER_LOADGEN_VIEWS]";
 
 impl Args {
     fn parse(argv: &[String]) -> anyhow::Result<Args> {
@@ -101,6 +110,7 @@ impl Args {
             against: None,
             sizes: Vec::new(),
             rate: 0,
+            warmup: 0,
         };
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
@@ -119,6 +129,7 @@ impl Args {
                 "--rounds" => a.rounds = (value()? as usize).max(1),
                 "--http-workers" => a.http_workers = value()? as usize,
                 "--rate" => a.rate = value()?,
+                "--warmup" => a.warmup = value()?,
                 "--sizes" => {
                     let list = it
                         .next()
@@ -375,6 +386,8 @@ struct Tally {
     acked_at: Vec<(i64, Instant)>,
     /// The highest score a push showed so far.
     shown: i64,
+    /// Acks, pushes and their latencies are counted from then on (the warm-up's are not).
+    from: Option<Instant>,
 }
 
 impl Tally {
@@ -390,6 +403,9 @@ impl Tally {
     /// it was sent).
     fn read(&mut self, text: &str, in_flight: Option<(&str, Instant)>) -> anyhow::Result<bool> {
         let now = Instant::now();
+        if self.from.is_some_and(|from| now < from) {
+            return self.read_uncounted(text, in_flight);
+        }
         // Only the fields read here: the load generator shares the machine with the server.
         let v: Answer = serde_json::from_str(text)?;
         if v.kind == "rank" {
@@ -440,6 +456,25 @@ impl Tally {
         }
         Ok(true)
     }
+
+    /// [`Tally::read`] during the warm-up: whether it is the ack of `in_flight`, and the
+    /// highest score shown, nothing counted.
+    fn read_uncounted(
+        &mut self,
+        text: &str,
+        in_flight: Option<(&str, Instant)>,
+    ) -> anyhow::Result<bool> {
+        let v: Answer = serde_json::from_str(text)?;
+        if v.kind == "rank" {
+            self.shown = self.shown.max(v.score.unwrap_or(i64::MIN));
+            return Ok(false);
+        }
+        let Some((id, _)) = in_flight.filter(|(id, _)| v.id.as_deref() == Some(*id)) else {
+            return Ok(false);
+        };
+        anyhow::ensure!(v.kind == "ack", "submission {id} refused: {text}");
+        Ok(true)
+    }
 }
 
 /// When a player submits: back to back (one submission in flight), or paced at a fixed
@@ -453,16 +488,19 @@ enum Pace {
     Every { first: Instant, every: Duration },
 }
 
-/// One player submitting until `deadline`, one submission in flight at most.
+/// One player submitting until `deadline`, one submission in flight at most; what it sees is
+/// counted from `from` (`None`: from the start).
 async fn play(
     mut ws: Ws,
     i: usize,
     board: &'static str,
     pace: Pace,
+    from: Option<Instant>,
     deadline: Instant,
 ) -> anyhow::Result<Tally> {
     let mut tally = Tally {
         shown: i64::MIN,
+        from,
         ..Tally::default()
     };
     let mut n = 0u64;
@@ -639,19 +677,23 @@ async fn run(
     ready.await.context("the spectators' thread ended")??;
 
     let seq_key = format!("lb:{{{board}}}:seq");
+    // The load starts now; it is measured from `from`, after the warm-up.
+    let start = Instant::now();
+    let from = start + Duration::from_secs(a.warmup);
+    let deadline = from + Duration::from_secs(a.seconds);
+    let _ = watchers.go.send(deadline);
+    let counted = (a.warmup > 0).then_some(from);
+    let player_tasks: Vec<_> = players
+        .into_iter()
+        .enumerate()
+        .map(|(i, ws)| tokio::spawn(play(ws, i, board, a.pace(start, i), counted, deadline)))
+        .collect();
+    tokio::time::sleep_until(from.into()).await;
     let seq0: Option<u64> = redis::cmd("GET").arg(&seq_key).query_async(conn).await?;
     let cpu0 = cpu_seconds(pid)?;
     let own0 = cpu_seconds(std::process::id())?;
     let (rcpu0, calls0, usec0) = redis_stats(conn).await?;
     let [der0, read0, def0, ack0] = hub_counters(port).await?;
-    let start = Instant::now();
-    let deadline = start + Duration::from_secs(a.seconds);
-    let _ = watchers.go.send(deadline);
-    let player_tasks: Vec<_> = players
-        .into_iter()
-        .enumerate()
-        .map(|(i, ws)| tokio::spawn(play(ws, i, board, a.pace(start, i), deadline)))
-        .collect();
     let mut all = Tally::default();
     for (i, t) in player_tasks.into_iter().enumerate() {
         all.add(t.await?.with_context(|| format!("{name} player {i}"))?);
@@ -663,7 +705,7 @@ async fn run(
         mut stale,
         ..
     } = all;
-    let seconds = start.elapsed().as_secs_f64();
+    let seconds = from.elapsed().as_secs_f64();
     let cpu1 = cpu_seconds(pid)?;
     let own1 = cpu_seconds(std::process::id())?;
     let (rcpu1, calls1, usec1) = redis_stats(conn).await?;
