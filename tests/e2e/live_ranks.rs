@@ -780,14 +780,7 @@ async fn the_push_budget_bounds_the_players_messages_and_the_views_still_converg
 /// still equals the stored standing within one maximal window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn players_who_keep_submitting_stretch_the_window_and_the_views_still_converge() {
-    let app = spawn_app_with(
-        |s| {
-            s.public_limit.limit = 100_000;
-            s.ws.player_pushes_per_sec = 0;
-        },
-        Clock::Redis,
-    )
-    .await;
+    let app = spawn_without_push_budget().await;
     // Long enough a load (about a second) for the hold to grow a few times: the players' first
     // updates are the flushes', so it starts growing a few flushes in.
     let run = submit_while_watching(&app, "acks", "with_acks", 60, Duration::ZERO).await;
@@ -819,14 +812,7 @@ async fn players_who_keep_submitting_stretch_the_window_and_the_views_still_conv
 /// happened to find their view a window past its last message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn players_paced_slower_than_the_hold_still_grow_it() {
-    let app = spawn_app_with(
-        |s| {
-            s.public_limit.limit = 100_000;
-            s.ws.player_pushes_per_sec = 0;
-        },
-        Clock::Redis,
-    )
-    .await;
+    let app = spawn_without_push_budget().await;
     let pace = Duration::from_millis(400);
     let run = submit_while_watching(&app, "paced", "with_acks", 8, pace).await;
     assert!(run.with_ack > 0, "no update went with an ack");
@@ -847,6 +833,19 @@ async fn players_paced_slower_than_the_hold_still_grow_it() {
 
 /// A hold after an ack that has grown from its first 50 ms.
 const HOLD_GROWN: Duration = Duration::from_millis(800);
+
+/// An app whose public submission limit stays out of the way and whose flushes have no push
+/// budget (`ws.player_pushes_per_sec` 0): what stretches its windows is the players' pace.
+async fn spawn_without_push_budget() -> TestApp {
+    spawn_app_with(
+        |s| {
+            s.public_limit.limit = 100_000;
+            s.ws.player_pushes_per_sec = 0;
+        },
+        Clock::Redis,
+    )
+    .await
+}
 
 /// Players watching `me` in [`submit_while_watching`].
 const WATCHERS: usize = 200;
@@ -973,7 +972,7 @@ async fn submit_while_watching(
         |(p, ((mut ws, last), (rank, score)))| async move {
             let stored = json!({"score": score.map(|s| s as i64), "rank": rank.map(|r| r + 1)});
             let last = last_rank_until(&mut ws, last, &stored, Duration::from_secs(30)).await;
-            (p, shows(&last, &stored), tokio::time::Instant::now())
+            (p, shows(&last, &stored), tokio::time::Instant::now(), ws)
         },
     ))
     .await;
@@ -987,7 +986,10 @@ async fn submit_while_watching(
         converged <= MAX_WINDOW + DELIVERY_MARGIN,
         "converged {converged:?} after the load stopped"
     );
+    // Read while the players are still connected: with the last one gone the board is dropped,
+    // and its counts with it.
     let after = counts(app, board);
+    drop(read);
     let run = LoadRun {
         stretched,
         pushed: after.pushed - before.pushed,
