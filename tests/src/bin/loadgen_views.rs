@@ -70,6 +70,8 @@ const PROBE_EVERY: Duration = Duration::from_millis(100);
 const CONNECT_BATCH: usize = 200;
 /// Time for pushes still on the way after the load stops.
 const SETTLE: Duration = Duration::from_millis(500);
+/// After its last submission a player reads what arrives within this of the last message.
+const DRAIN: Duration = Duration::from_millis(20);
 
 struct Args {
     players: usize,
@@ -510,18 +512,19 @@ async fn play(
     };
     loop {
         if let Some(at) = slot {
-            if at >= deadline {
-                break;
-            }
-            // Between submissions the player still reads its pushes, as a browser would.
-            let at = tokio::time::Instant::from_std(at);
+            // Between submissions the player still reads its pushes, as a browser would, and
+            // until the deadline when its next slot is past it.
+            let until = tokio::time::Instant::from_std(at.min(deadline));
             loop {
                 tokio::select! {
-                    _ = tokio::time::sleep_until(at) => break,
+                    _ = tokio::time::sleep_until(until) => break,
                     text = next_text(&mut ws, WAIT_ANSWER) => {
                         tally.read(&text?, None)?;
                     }
                 }
+            }
+            if at >= deadline {
+                break;
             }
         }
         if Instant::now() >= deadline {
@@ -540,6 +543,11 @@ async fn play(
         if let (Some(at), Pace::Every { every, .. }) = (slot, pace) {
             slot = Some((at + every).max(Instant::now()));
         }
+    }
+    // The last ack's `rank` may follow it in the same write: what is already on its way is
+    // counted (the server's CPU for it is).
+    while let Ok(text) = tokio::time::timeout(DRAIN, next_text(&mut ws, WAIT_ANSWER)).await {
+        tally.read(&text?, None)?;
     }
     Ok(tally)
 }
