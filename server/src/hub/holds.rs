@@ -1,5 +1,5 @@
-//! When the holds of a board's `me` views end ([`Board::held`](super::board::Board::held)), in
-//! order. Pure.
+//! When the holds of a board's `me` views end ([`Board::held`](super::board::Board::held)): the
+//! first end exactly, and every hold due by a time. Pure.
 //!
 //! A hold ends a board-wide duration after the update that went with its player's ack, so holds
 //! arrive in about the order they end, and 10 000 players submitting keep about 10 000 of them.
@@ -74,7 +74,7 @@ mod tests {
     /// Holds come out when due, whatever order they went in; within one millisecond only those
     /// ended by then; `next` is always the first end.
     #[test]
-    fn holds_come_out_when_due_in_the_order_they_end() {
+    fn holds_come_out_when_due_whatever_order_they_went_in() {
         let t0 = Instant::now();
         let us = |n: u64| t0 + Duration::from_micros(n);
         let mut h = Holds::default();
