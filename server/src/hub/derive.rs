@@ -75,8 +75,9 @@ struct Slot {
     moving: bool,
     ranked_now: bool,
     was: (Option<i64>, Option<u64>),
-    /// Its standing changed in the last flush.
-    changed: bool,
+    /// The derivation that last changed its standing (0: none), a count of
+    /// [`Standings::derive`] calls: nothing to reset when the next one starts.
+    changed_in: u64,
 }
 
 /// What a derivation did.
@@ -102,6 +103,8 @@ pub struct Standings {
     members: u64,
     loose: Vec<u32>,
     changed: Vec<u32>,
+    /// [`Standings::derive`] calls so far (the last one's number).
+    derivations: u64,
     /// Bumped whenever standings became unknown (forgotten, dropped, stale, a new season);
     /// `known` is the value of `lost` up to which every unknown standing of a watcher was read
     /// again ([`Standings::all_known`]).
@@ -149,7 +152,8 @@ impl Standings {
     /// `player`'s last known standing, and whether the last [`Standings::derive`] changed it.
     pub fn get_changed(&self, player: &Id) -> Option<(MeState, bool)> {
         let slot = &self.slots[*self.index.get(player)? as usize];
-        Some((self.state(slot), slot.changed))
+        let changed = slot.changed_in != 0 && slot.changed_in == self.derivations;
+        Some((self.state(slot), changed))
     }
 
     /// Records a standing read at `seq` (unless what is known is newer): `previous_rank` becomes
@@ -174,7 +178,7 @@ impl Standings {
                     moving: false,
                     ranked_now: false,
                     was: (None, None),
-                    changed: false,
+                    changed_in: 0,
                 });
                 s
             }
@@ -256,9 +260,8 @@ impl Standings {
     /// which changed, and a standing that cannot be derived (older than the first event at hand,
     /// or derived with a mover that disagreed with its event) is unknown.
     pub fn derive(&mut self, moves: &[Move], seqs: &[(u64, usize)]) -> Derived {
-        for s in std::mem::take(&mut self.changed) {
-            self.slots[s as usize].changed = false;
-        }
+        self.changed.clear();
+        self.derivations += 1;
         let mut out = Derived::default();
         let slots = &self.slots;
         self.order
@@ -397,8 +400,10 @@ impl Standings {
             changed,
             movers,
             tree,
+            derivations,
             ..
         } = self;
+        let now = *derivations;
         movers.clear();
         tree.build(order);
         let ok = moves.iter().all(|m| {
@@ -449,8 +454,8 @@ impl Standings {
             } else if slot.st.rank != Some(r) {
                 slot.st.previous_rank = slot.st.rank;
                 slot.st.rank = Some(r);
-                if !slot.changed {
-                    slot.changed = true;
+                if slot.changed_in != now {
+                    slot.changed_in = now;
                     changed.push(s);
                 }
             }
@@ -463,8 +468,8 @@ impl Standings {
             }
             if (slot.st.score, slot.st.rank) != slot.was {
                 slot.st.previous_rank = slot.was.1;
-                if !slot.changed {
-                    slot.changed = true;
+                if slot.changed_in != now {
+                    slot.changed_in = now;
                     changed.push(s);
                 }
             }
