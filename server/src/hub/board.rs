@@ -18,7 +18,7 @@ use super::around::Kept;
 use super::derive::{Move, Standings};
 use super::holds::Holds;
 use super::outbox::Outbox;
-use super::window::Stretch;
+use super::window::{longest_window, Flushed, Stretch};
 use super::SessionId;
 
 /// A subscription: one session's view of one kind on the board.
@@ -358,9 +358,13 @@ impl Board {
         self.held.next()
     }
 
-    /// Ends the holds due by `now`: each view still held until then is recomputed at the next
-    /// players' flush (forced; the board is marked dirty for it).
-    pub fn release_held(&mut self, now: Instant) {
+    /// Ends the holds due by `now`. A view that an ack's update reached since its hold began is
+    /// still held ([`Sub::held_until`] with the coalescing `window` and the board's `after_ack`
+    /// hold): it is held again until then, as the next flush would find it, but without that
+    /// flush's visit, and counted in the [`Flushed`] returned as the flush would have counted it.
+    /// Every other view still held until then is recomputed at the next players' flush (forced;
+    /// the board is marked dirty for it).
+    pub fn release_held(&mut self, now: Instant, window: Duration, after_ack: Duration) -> Flushed {
         let Board {
             held,
             subs,
@@ -369,16 +373,36 @@ impl Board {
             dirty,
             ..
         } = self;
+        // A resync sends every view, held or not.
+        let resync = dirty.resync;
+        let longest = longest_window(window);
+        let mut again = Flushed::default();
+        let mut holds = Vec::new();
         held.take_due(now, |until, sid| {
             let key = (sid, ViewKind::Me);
-            if let Some(sub) = subs.get_mut(&key).filter(|s| s.held == Some(until)) {
-                sub.held = None;
-                sub.force = true;
-                forced.insert(key);
-                me_active.insert(sid);
-                dirty.any = true;
+            let Some(sub) = subs.get_mut(&key).filter(|s| s.held == Some(until)) else {
+                return;
+            };
+            if let Some(later) = sub.held_until(now, window, after_ack).filter(|_| !resync) {
+                sub.held = Some(later);
+                holds.push((later, sid));
+                again.me += 1;
+                again.held += 1;
+                if sub.acked_within(now, longest) {
+                    again.acked += 1;
+                }
+                return;
             }
+            sub.held = None;
+            sub.force = true;
+            forced.insert(key);
+            me_active.insert(sid);
+            dirty.any = true;
         });
+        for (until, sid) in holds {
+            held.push(until, sid);
+        }
+        again
     }
 
     /// The subscription is recomputed at the next flush whatever the events say.
@@ -420,6 +444,9 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The coalescing window, and the hold after an ack's update, of the release tests.
+    const W: Duration = Duration::from_millis(50);
 
     #[test]
     fn a_me_view_is_held_for_an_ack_at_most_two_windows() {
@@ -517,7 +544,7 @@ mod tests {
             Sub::new(View::Me, Some(id), 2, outbox.clone()),
         );
 
-        b.release_held(ms(50));
+        b.release_held(ms(50), W, W);
         assert_eq!(b.next_release(), Some(ms(100)), "none due");
         assert!(!b.dirty.any && b.forced.is_empty());
         let active = |b: &Board| {
@@ -531,7 +558,7 @@ mod tests {
             "the replaced one is not held"
         );
 
-        b.release_held(ms(400));
+        b.release_held(ms(400), W, W);
         assert_eq!(b.next_release(), Some(ms(900)));
         assert_eq!(
             b.forced.iter().copied().collect::<Vec<_>>(),
@@ -552,12 +579,74 @@ mod tests {
             "the replaced one's hold released nothing"
         );
 
-        b.release_held(ms(900));
+        b.release_held(ms(900), W, W);
         assert_eq!(b.next_release(), None, "the last hold ended");
         assert_eq!(sub(&b, 2), (None, true));
         assert_eq!(b.held.next(), None);
         assert_eq!(active(&b), [1, 2, 3]);
         b.remove_sub(&(2, ViewKind::Me));
         assert_eq!((active(&b), b.me_views()), (vec![1, 3], 2));
+    }
+    /// A view whose player's ack brought it an update while it was held is held again when its
+    /// first hold ends, until the hold after that update ends: not forced, the board not marked
+    /// dirty, and counted as a flush would have counted it (visited, held, acked). Once that
+    /// hold ends with no newer ack, the view is forced as any other.
+    #[test]
+    fn a_hold_that_an_ack_renewed_is_held_again_without_a_flush() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let hold = 18 * W;
+        let mut b = Board::new(Arc::new(Notify::new()));
+        let outbox = Arc::new(Outbox::new(4));
+        let id = Id::parse("p1").expect("a valid id");
+        b.insert_sub(
+            (1, ViewKind::Me),
+            Sub::new(View::Me, Some(id), 1, outbox.clone()),
+        );
+        let sub = b.subs.get_mut(&(1, ViewKind::Me)).expect("subscribed");
+        // An update with the ack at 0 ms: held until 900 ms; another ack's at 600 ms.
+        sub.sent(1, 1, t0, true);
+        sub.held = Some(ms(900));
+        sub.sent(2, 2, ms(600), true);
+        b.held.push(ms(900), 1);
+        b.me_active.remove(&1);
+
+        let again = b.release_held(ms(900), W, hold);
+        assert_eq!((again.me, again.held, again.acked), (1, 1, 1));
+        assert!(!b.dirty.any && b.forced.is_empty(), "no flush for it");
+        assert_eq!(b.subs[&(1, ViewKind::Me)].held, Some(ms(1500)));
+        assert_eq!(b.next_release(), Some(ms(1500)));
+        assert!(b.me_active.is_empty(), "still held");
+
+        let again = b.release_held(ms(1500), W, hold);
+        assert_eq!(again, Flushed::default());
+        assert_eq!(
+            b.forced.iter().copied().collect::<Vec<_>>(),
+            [(1, ViewKind::Me)]
+        );
+        assert!(b.dirty.any && b.me_active.contains(&1));
+        assert_eq!(b.subs[&(1, ViewKind::Me)].held, None);
+        assert_eq!(b.next_release(), None);
+    }
+
+    /// Under a resync every view is sent, held or not: a renewed hold is not kept.
+    #[test]
+    fn a_resync_releases_a_renewed_hold() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut b = Board::new(Arc::new(Notify::new()));
+        let id = Id::parse("p1").expect("a valid id");
+        b.insert_sub(
+            (1, ViewKind::Me),
+            Sub::new(View::Me, Some(id), 1, Arc::new(Outbox::new(4))),
+        );
+        let sub = b.subs.get_mut(&(1, ViewKind::Me)).expect("subscribed");
+        sub.sent(1, 1, ms(600), true);
+        sub.held = Some(ms(900));
+        b.held.push(ms(900), 1);
+        b.dirty.resync = true;
+        assert_eq!(b.release_held(ms(900), W, 18 * W), Flushed::default());
+        assert_eq!(b.subs[&(1, ViewKind::Me)].held, None);
+        assert!(b.forced.contains(&(1, ViewKind::Me)));
     }
 }

@@ -194,14 +194,15 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
             return;
         }
         let force = sub.force || d.full || d.resync;
-        let mine = sub.player.as_ref().is_some_and(|p| d.players.contains(p));
+        // Hashes the player's id: asked only where the answer matters (not for a derived `me`).
+        let mine = || sub.player.as_ref().is_some_and(|p| d.players.contains(p));
         if let (View::Me, Some(p)) = (sub.view, sub.player.as_ref()) {
             // One lookup: the standing and whether the derivation just changed it.
             let (known, changed) = b.me.get_changed(p).unzip();
             let read = if derive {
                 known.is_none_or(|m| m.at.is_none())
             } else {
-                force || mine || known.and_then(|m| m.rank).is_some_and(in_ranges)
+                force || mine() || known.and_then(|m| m.rank).is_some_and(in_ranges)
             };
             if read {
                 me_reads.insert(p.clone());
@@ -231,9 +232,10 @@ pub(super) fn plan(b: &Board, c: &Changes) -> Option<Plan> {
                 // One past the window: a newcomer right below it can shift a window that
                 // sits at the bottom of the board.
                 View::Around { .. } => {
-                    mine || sub
-                        .window
-                        .is_some_and(|(a, z)| meets(ranges, a, z.saturating_add(1)))
+                    mine()
+                        || sub
+                            .window
+                            .is_some_and(|(a, z)| meets(ranges, a, z.saturating_add(1)))
                 }
             };
         if !affected {
@@ -312,6 +314,9 @@ mod tests {
     use super::super::derive::Move;
     use super::super::outbox::Outbox;
     use super::*;
+
+    /// The coalescing window and the hold after an ack's update, for releasing holds.
+    const W: std::time::Duration = std::time::Duration::from_millis(50);
 
     fn id(s: &str) -> Id {
         Id::parse(s).expect("a valid id")
@@ -440,9 +445,9 @@ mod tests {
         let p = flush(&mut b);
         assert_eq!((sessions(&p), p.held), (vec![3], 1));
 
-        b.release_held(t0);
+        b.release_held(t0, W, W);
         assert_eq!(b.next_release(), Some(until), "not due yet");
-        b.release_held(until);
+        b.release_held(until, W, W);
         assert_eq!(b.next_release(), None);
         let p = flush(&mut b);
         assert_eq!(

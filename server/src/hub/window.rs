@@ -132,6 +132,17 @@ pub(super) struct Flushed {
     pub(super) busy: Duration,
 }
 
+impl std::ops::AddAssign for Flushed {
+    fn add_assign(&mut self, o: Flushed) {
+        self.me += o.me;
+        self.deferred += o.deferred;
+        self.sent += o.sent;
+        self.held += o.held;
+        self.acked += o.acked;
+        self.busy += o.busy;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

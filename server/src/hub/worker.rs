@@ -80,6 +80,9 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
     // `me` or `around` views were left for when their window elapses.
     let mut players_later = false;
     let mut config_read: Option<Instant> = None;
+    // The views held again when their hold ended (an ack's update came meanwhile), counted
+    // into the next players' flush as if it had visited them.
+    let mut held_again = Flushed::default();
     loop {
         // Standings are derived from events only on ordinal boards. A board's ranking can be
         // changed by an admin without an event, so the config is read again at most once per
@@ -110,7 +113,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
         let players_due = last_players.is_none_or(|t| started >= t + players_wait);
         let planned = {
             let mut b = cell.lock();
-            b.release_held(started.into_std());
+            held_again += b.release_held(started.into_std(), coalesce, hold);
             changes::plan_flush(&mut b, players_due)
         };
         let plan = match planned {
@@ -133,8 +136,9 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
         }
         match inner.read_plan(&board, &plan).await {
             Ok(pages) => {
-                let flushed = inner.offer(&board, &cell, plan, pages, hold).await;
+                let mut flushed = inner.offer(&board, &cell, plan, pages, hold).await;
                 if players_due {
+                    flushed += std::mem::take(&mut held_again);
                     let busy = planned + flushed.busy;
                     let (w, mut cause) = next_window(window, coalesce, flushed, busy);
                     window = w;
