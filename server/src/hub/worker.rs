@@ -66,15 +66,7 @@ struct Offering<'a> {
 pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
     let wake = cell.wake.clone();
     let coalesce = Duration::from_millis(inner.ws.coalesce_ms);
-    let mut window = coalesce;
-    let max_window = longest_window(coalesce);
-    // The wait before the next flush of players' views: `window`, or longer when the
-    // instance's push budget asks for it (`budget.rs`), never over `max_window`.
-    let mut players_wait = coalesce;
-    // Why `window` is stretched (the cause of its last doubling), while it is.
-    let mut stretched_by: Option<Stretch> = None;
-    // How long a `me` view is held back after an update that went with its ack.
-    let mut hold = coalesce;
+    let mut pace = Pace::new(coalesce);
     let mut last_flush: Option<Instant> = None;
     let mut last_players: Option<Instant> = None;
     // `me` or `around` views were left for when their window elapses.
@@ -91,7 +83,7 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
         // when the first hold of a `me` view ends.
         let players = last_players
             .filter(|_| players_later)
-            .map(|t| t + players_wait);
+            .map(|t| t + pace.players_wait);
         let release = cell.lock().next_release().map(Instant::from_std);
         match players.into_iter().chain(release).min() {
             Some(t) => {
@@ -110,20 +102,23 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
             inner.check_ranking(&board, &cell).await;
         }
         let started = Instant::now();
-        let players_due = last_players.is_none_or(|t| started >= t + players_wait);
+        let players_due = last_players.is_none_or(|t| started >= t + pace.players_wait);
         let planned = {
             let mut b = cell.lock();
-            held_again += b.release_held(started.into_std(), coalesce, hold);
+            held_again += b.release_held(started.into_std(), coalesce, pace.hold);
             changes::plan_flush(&mut b, players_due)
         };
         let plan = match planned {
             Planned::Gone => return,
-            Planned::Nothing => {
-                players_later = false;
-                continue;
-            }
-            Planned::Later => {
-                players_later = true;
+            Planned::Nothing | Planned::Later => {
+                players_later = matches!(planned, Planned::Later);
+                if players_due && held_again.me > 0 {
+                    // Nothing to send, but holds were renewed: they count as this players'
+                    // flush's visits, and the window and the hold adapt to them as after one.
+                    last_players = Some(started);
+                    let flushed = std::mem::take(&mut held_again);
+                    pace.after_players(flushed, started.elapsed(), started, &inner, &cell);
+                }
                 continue;
             }
             Planned::Flush(p) => p,
@@ -136,29 +131,11 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
         }
         match inner.read_plan(&board, &plan).await {
             Ok(pages) => {
-                let mut flushed = inner.offer(&board, &cell, plan, pages, hold).await;
+                let mut flushed = inner.offer(&board, &cell, plan, pages, pace.hold).await;
                 if players_due {
                     flushed += std::mem::take(&mut held_again);
                     let busy = planned + flushed.busy;
-                    let (w, mut cause) = next_window(window, coalesce, flushed, busy);
-                    window = w;
-                    let owed = inner.budget.spend(flushed.sent, started);
-                    players_wait = window.max(owed).min(max_window);
-                    if players_wait > window {
-                        cause = Some(Stretch::PushBudget);
-                    }
-                    if let Some(c) = cause {
-                        metrics::VIEWS_STRETCHED
-                            .with_label_values(&[c.label()])
-                            .inc();
-                        stretched_by = Some(c);
-                    }
-                    if players_wait <= coalesce {
-                        stretched_by = None;
-                    }
-                    cell.set_window(players_wait, stretched_by);
-                    hold = next_hold(hold, players_wait, coalesce, max_window, flushed);
-                    cell.set_hold(hold);
+                    pace.after_players(flushed, busy, started, &inner, &cell);
                 }
             }
             Err(e) => {
@@ -168,6 +145,72 @@ pub(super) async fn run(inner: Arc<Inner>, board: Id, cell: Arc<BoardCell>) {
                 wake.notify_one();
             }
         }
+    }
+}
+
+/// A board's players' window and hold, adapted after each of its players' flushes
+/// (`window.rs`).
+struct Pace {
+    coalesce: Duration,
+    window: Duration,
+    max_window: Duration,
+    /// The wait before the next flush of players' views: `window`, or longer when the
+    /// instance's push budget asks for it (`budget.rs`), never over `max_window`.
+    players_wait: Duration,
+    /// Why `window` is stretched (the cause of its last doubling), while it is.
+    stretched_by: Option<Stretch>,
+    /// How long a `me` view is held back after an update that went with its ack.
+    hold: Duration,
+}
+
+impl Pace {
+    fn new(coalesce: Duration) -> Pace {
+        Pace {
+            coalesce,
+            window: coalesce,
+            max_window: longest_window(coalesce),
+            players_wait: coalesce,
+            stretched_by: None,
+            hold: coalesce,
+        }
+    }
+
+    /// After a players' flush that did `flushed`, its own work taking `busy`: the next window
+    /// (within the instance's push budget) and hold, published on the board's cell for
+    /// `/metrics`.
+    fn after_players(
+        &mut self,
+        flushed: Flushed,
+        busy: Duration,
+        started: Instant,
+        inner: &Inner,
+        cell: &BoardCell,
+    ) {
+        let (w, mut cause) = next_window(self.window, self.coalesce, flushed, busy);
+        self.window = w;
+        let owed = inner.budget.spend(flushed.sent, started);
+        self.players_wait = w.max(owed).min(self.max_window);
+        if self.players_wait > w {
+            cause = Some(Stretch::PushBudget);
+        }
+        if let Some(c) = cause {
+            metrics::VIEWS_STRETCHED
+                .with_label_values(&[c.label()])
+                .inc();
+            self.stretched_by = Some(c);
+        }
+        if self.players_wait <= self.coalesce {
+            self.stretched_by = None;
+        }
+        cell.set_window(self.players_wait, self.stretched_by);
+        self.hold = next_hold(
+            self.hold,
+            self.players_wait,
+            self.coalesce,
+            self.max_window,
+            flushed,
+        );
+        cell.set_hold(self.hold);
     }
 }
 
