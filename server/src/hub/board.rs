@@ -353,6 +353,14 @@ impl Board {
         self.subs.len() - self.others.len()
     }
 
+    /// Whether a players' flush would visit a `me` view now, and so needs the standings derived:
+    /// an unheld view, a forced one, or any while a watcher's standing is unknown (`plan.rs`).
+    pub fn me_wanted(&self) -> bool {
+        !self.me_active.is_empty()
+            || !self.me.all_known()
+            || self.forced.iter().any(|k| k.1 == ViewKind::Me)
+    }
+
     /// When the first hold of a `me` view ends, if one is kept (the worker wakes then).
     pub fn next_release(&self) -> Option<Instant> {
         self.held.next()

@@ -8,6 +8,10 @@ use super::derive::Move;
 use super::plan::{self, merge_ranges, Changes, Planned};
 use crate::metrics;
 
+/// The most moves kept underived while no `me` view needs a standing ([`take`]): a bound on the
+/// memory they hold and on the work of the pass that derives them.
+const DEFERRED_MOVES: usize = 16_384;
+
 /// Takes the board's changes and plans its flush: [`Planned::Gone`] once the registry dropped
 /// the board, [`Planned::Nothing`] when no view is reached. The views planned for are no longer
 /// forced (they are recomputed by this flush). When `players_due` is false (the players' window
@@ -66,7 +70,12 @@ fn take(b: &mut Board) -> Option<Changes> {
     // `me` from the change stream where exact: ordinal boards, in a known season, when no event
     // was lost and nothing asks for everything to be read.
     let derive = b.ordinal == Some(true) && b.season.is_some() && !dirty.full && !dirty.resync;
-    if derive {
+    // No `me` view to show a standing to (every watcher held, none forced, every standing
+    // known): the moves wait, up to [`DEFERRED_MOVES`] of them, for a flush that has one. When
+    // every watcher keeps submitting (their acks bring their ranks), that is one pass over the
+    // standings per so many moves instead of one per flush.
+    let defer = derive && !b.me.is_empty() && !b.me_wanted() && moves.len() < DEFERRED_MOVES;
+    if derive && !defer {
         let d = b.me.derive(&moves, &seqs);
         if d.inconsistent {
             tracing::warn!("a derived rank disagreed with its event; reading the standings");
@@ -93,6 +102,11 @@ fn take(b: &mut Board) -> Option<Changes> {
             }
             arounds.insert(*key, changed);
         }
+    }
+    if defer {
+        // Already applied to the kept windows: each skips what it has seen, by `seq`.
+        b.pending = moves;
+        b.pending_seqs = seqs;
     }
     Some(Changes {
         dirty,

@@ -538,6 +538,52 @@ mod tests {
         );
     }
 
+    /// While every `me` view is held (none forced, every standing known), a players' flush
+    /// serves the other views and leaves the moves for later, deriving nothing; the flush after
+    /// a hold ends derives every move kept, exactly.
+    #[test]
+    fn moves_wait_while_every_me_view_is_held_and_are_derived_once_one_is_not() {
+        let mut b = derivable("carol", Some(60), Some(10));
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        b.subs
+            .get_mut(&(2, ViewKind::Me))
+            .expect("in the fixture")
+            .held = Some(until);
+        b.held.push(until, 2);
+        b.me_active.remove(&2);
+        b.dirty.ranges = vec![(10, 60)];
+        let p = flush(&mut b);
+        assert_eq!(
+            sessions(&p),
+            [1, 3],
+            "top and bob's window are reached, alice is held"
+        );
+        assert_eq!(b.pending.len(), 1, "the move is kept");
+        assert_eq!(b.me.get(&id("alice")).and_then(|m| m.at), Some(1));
+        assert_eq!(b.counts.me_derived, 0);
+
+        b.dirty.any = true;
+        b.pending_seqs.push((3, 1));
+        b.pending.push(Move {
+            player: id("carol"),
+            score: Some(200),
+            rank: Some(5),
+            previous_rank: Some(10),
+            name: None,
+        });
+        b.release_held(until, W, W);
+        let p = flush(&mut b);
+        assert_eq!(sessions(&p), [2], "released: visited");
+        assert!(p.me_reads.is_empty(), "derived, not read: {p:?}");
+        assert!(b.pending.is_empty());
+        let alice = b.me.get(&id("alice")).expect("known");
+        assert_eq!(
+            (alice.rank, alice.previous_rank, alice.at),
+            (Some(51), Some(50), Some(3)),
+            "carol passed alice at seq 2, not at seq 3"
+        );
+    }
+
     #[test]
     fn a_standing_older_than_the_events_at_hand_is_read() {
         let mut b = derivable("carol", Some(60), Some(10));
