@@ -418,6 +418,16 @@ mod tests {
         assert_eq!(sessions(&flush(&mut b)), [1, 3]);
     }
 
+    /// Holds alice's `me` view (session 2) until `until`, as a flush that found it held does.
+    fn hold_alice(b: &mut Board, until: std::time::Instant) {
+        b.subs
+            .get_mut(&(2, ViewKind::Me))
+            .expect("in the fixture")
+            .held = Some(until);
+        b.held.push(until, 2);
+        b.me_active.remove(&2);
+    }
+
     /// A `me` view held for its player's next ack is skipped while held, whatever reaches it
     /// (counted as held), and visited once its hold ends; a resync reaches it even while held.
     #[test]
@@ -425,12 +435,7 @@ mod tests {
         let mut b = board();
         let t0 = std::time::Instant::now();
         let until = t0 + std::time::Duration::from_millis(900);
-        b.subs
-            .get_mut(&(2, ViewKind::Me))
-            .expect("in the fixture")
-            .held = Some(until);
-        b.held.push(until, 2);
-        b.me_active.remove(&2);
+        hold_alice(&mut b, until);
         let reach_alice = |b: &mut Board| {
             b.dirty.any = true;
             b.dirty.ranges = vec![(45, 60)];
@@ -545,12 +550,7 @@ mod tests {
     fn moves_wait_while_every_me_view_is_held_and_are_derived_once_one_is_not() {
         let mut b = derivable("carol", Some(60), Some(10));
         let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
-        b.subs
-            .get_mut(&(2, ViewKind::Me))
-            .expect("in the fixture")
-            .held = Some(until);
-        b.held.push(until, 2);
-        b.me_active.remove(&2);
+        hold_alice(&mut b, until);
         b.dirty.ranges = vec![(10, 60)];
         let p = flush(&mut b);
         assert_eq!(
