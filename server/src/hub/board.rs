@@ -25,7 +25,7 @@ use super::SessionId;
 pub(super) type SubKey = (SessionId, ViewKind);
 
 /// A watched board's state behind its own lock, shared by the registry, its worker and the
-/// event feed. Lock order: the registry's lock may be held while taking a board's, never the
+/// event feed. Lock order: a shard of the registry may be held while taking a board's, never the
 /// other way round.
 pub(super) struct BoardCell {
     state: Mutex<Board>,

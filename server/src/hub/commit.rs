@@ -14,8 +14,8 @@
 //! - the update is newer than the view's last message (`seq`), and nothing waits for a full
 //!   recompute or a resync.
 //!
-//! The registry's lock is taken once per batch, for one map lookup per submitter, then the
-//! board's own lock (the event is parsed outside both).
+//! A player's shard of the registry is taken for one map lookup per submitter, then the board's
+//! own lock (the event is parsed outside both).
 //!
 //! Everything else stays as it was: the event still reaches the hub by pub/sub and marks the
 //! board dirty, and the next flush derives every standing (finding this one already sent, by its
@@ -69,19 +69,16 @@ impl Inner {
         let moved = movers_after(&moves);
         let window = Duration::from_millis(self.ws.coalesce_ms);
         let mut woken: Vec<Arc<Outbox>> = Vec::new();
-        // The movers' local sessions, from the registry (then released): the rest is the
-        // board's alone. One flat list of (index in `moved`, session), in the order of `moved`.
-        let (cell, sessions) = {
-            let st = self.lock();
-            let cell = st.boards.get(board)?.clone();
-            let mut sessions: Vec<(usize, SessionId)> = Vec::with_capacity(moved.len());
-            for (i, m) in moved.iter().enumerate() {
-                if let Some(s) = st.players.get(m.player) {
-                    sessions.extend(s.iter().map(|sid| (i, *sid)));
-                }
+        // The movers' local sessions, from the registry's player shards (each released at
+        // once): the rest is the board's alone. One flat list of (index in `moved`, session),
+        // in the order of `moved`.
+        let cell = self.cell(board)?;
+        let mut sessions: Vec<(usize, SessionId)> = Vec::with_capacity(moved.len());
+        for (i, m) in moved.iter().enumerate() {
+            if let Some(s) = self.players.lock(m.player).get(m.player) {
+                sessions.extend(s.iter().map(|sid| (i, *sid)));
             }
-            (cell, sessions)
-        };
+        }
         let mut guard = cell.lock();
         let b = &mut *guard;
         if b.gone || b.ordinal != Some(true) || b.dirty.full || b.dirty.resync {

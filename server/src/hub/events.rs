@@ -88,7 +88,7 @@ impl Inner {
         let Ok(board) = Id::parse(board) else { return };
         let ev = serde_json::from_slice::<Event>(payload);
         // A tournament event names each session's player's final rank: the players are read
-        // (under the hub's lock, before any board's) only for such a rare event.
+        // (one session shard at a time, before any board's lock) only for such a rare event.
         let players = match &ev {
             Ok(Event {
                 tournament: Some(_),
@@ -118,23 +118,24 @@ impl Inner {
 
     /// The player of each session that said `hello`.
     fn session_players(&self) -> HashMap<SessionId, Id> {
-        self.lock()
-            .sessions
-            .iter()
-            .filter_map(|(id, s)| s.player.clone().map(|p| (*id, p)))
-            .collect()
+        let mut players = HashMap::new();
+        self.sessions.each(|id, s| {
+            if let Some(p) = &s.player {
+                players.insert(*id, p.clone());
+            }
+        });
+        players
     }
 
     /// Hands a bucketed board's event to its buckets' cells (see the module's doc).
     fn to_buckets(&self, board: &Id, ev: &Event, players: &HashMap<SessionId, Id>) {
         if ev.changes.is_empty() {
-            let cells: Vec<Arc<BoardCell>> = self
-                .lock()
-                .boards
-                .iter()
-                .filter(|(k, _)| k.cell_parts().is_some() && k.board_part() == board.as_str())
-                .map(|(_, c)| c.clone())
-                .collect();
+            let mut cells: Vec<Arc<BoardCell>> = Vec::new();
+            self.boards.each(|k, c| {
+                if k.cell_parts().is_some() && k.board_part() == board.as_str() {
+                    cells.push(c.clone());
+                }
+            });
             for cell in cells {
                 let mut b = cell.lock();
                 match &ev.tournament {

@@ -8,20 +8,19 @@ use crate::broker::{Feed, Listener, Wanted};
 
 impl Listener for Inner {
     fn wanted(&self) -> Wanted {
-        let st = self.lock();
+        // A bucket's cell (`Id::cell`) wants its board's events.
+        let mut boards = std::collections::HashSet::new();
+        self.boards.each(|b, _| {
+            boards.insert(
+                b.cell_parts()
+                    .map_or_else(|| b.clone(), |(board, _, _)| board),
+            );
+        });
+        let mut players = Vec::new();
+        self.players.each(|p, _| players.push(p.clone()));
         Wanted {
-            // A bucket's cell (`Id::cell`) wants its board's events.
-            boards: st
-                .boards
-                .keys()
-                .map(|b| {
-                    b.cell_parts()
-                        .map_or_else(|| b.clone(), |(board, _, _)| board)
-                })
-                .collect::<std::collections::HashSet<Id>>()
-                .into_iter()
-                .collect(),
-            players: st.players.keys().cloned().collect(),
+            boards: boards.into_iter().collect(),
+            players,
         }
     }
 
@@ -39,14 +38,14 @@ impl Inner {
     /// Every open view is re-sent as a fresh snapshot: events may have been missed, and `seq`
     /// may have restarted.
     fn resync_all(&self) {
-        for b in self.lock().boards.values() {
+        for b in self.cells() {
             b.mark_resync();
         }
     }
 
     /// `board`'s open views are re-sent as fresh snapshots.
     fn resync(&self, board: &Id) {
-        if let Some(b) = self.lock().boards.get(board) {
+        if let Some(b) = self.cell(board) {
             b.mark_resync();
         }
     }

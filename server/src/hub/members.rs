@@ -8,8 +8,9 @@ use std::sync::Arc;
 use scorecast_shared::protocol::ViewKind;
 use scorecast_shared::{Id, View};
 
-use super::outbox::Outbox;
-use super::{Hub, Inner, SessionEntry, SessionId, State};
+use super::board::BoardCell;
+use super::outbox::{Outbox, ViewKey};
+use super::{Hub, Inner, SessionEntry, SessionId};
 use crate::error::{AppError, AppResult, RateInfo};
 use crate::metrics;
 
@@ -30,11 +31,11 @@ pub struct AddrSlot {
 
 impl Drop for AddrSlot {
     fn drop(&mut self) {
-        let mut st = self.hub.inner.lock();
-        if let Some(n) = st.conns.get_mut(&self.ip) {
+        let mut conns = self.hub.inner.conns.lock(&self.ip);
+        if let Some(n) = conns.get_mut(&self.ip) {
             *n = n.saturating_sub(1);
             if *n == 0 {
-                st.conns.remove(&self.ip);
+                conns.remove(&self.ip);
             }
         }
     }
@@ -44,9 +45,9 @@ impl Hub {
     /// Admits a new connection from `addr` (refused past `max_conns_per_addr`).
     pub fn admit(&self, addr: Option<IpAddr>) -> AppResult<Member> {
         let inner = &self.inner;
-        let mut st = inner.lock();
         if let Some(ip) = addr {
-            let n = st.conns.entry(ip).or_default();
+            let mut conns = inner.conns.lock(&ip);
+            let n = conns.entry(ip).or_default();
             if inner.max_conns_per_addr > 0 && *n >= inner.max_conns_per_addr {
                 // No time is known when a place frees (when one of the address's connections
                 // ends): the headers say to try again in a second.
@@ -64,14 +65,14 @@ impl Hub {
             }
             *n += 1;
         }
-        // Made only once counted, and dropped only after the lock is released.
+        // Made only once counted (and so dropped only after the address's shard was released).
         let slot = addr.map(|ip| AddrSlot {
             hub: self.clone(),
             ip,
         });
         let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         let outbox = Arc::new(Outbox::new(inner.ws.outbound_queue));
-        st.sessions.insert(
+        inner.sessions.lock(&id).insert(
             id,
             SessionEntry {
                 outbox: outbox.clone(),
@@ -79,7 +80,6 @@ impl Hub {
                 views: Vec::new(),
             },
         );
-        drop(st);
         metrics::WS_CONNECTIONS.inc();
         Ok(Member {
             hub: self.clone(),
@@ -112,15 +112,16 @@ impl Member {
     /// Records the session's player (after a successful `hello`), for `notify`.
     pub fn set_player(&self, player: &Id) {
         let inner = &self.hub.inner;
-        let mut st = inner.lock();
-        let Some(s) = st.sessions.get_mut(&self.id) else {
+        let mut sessions = inner.sessions.lock(&self.id);
+        let Some(s) = sessions.get_mut(&self.id) else {
             return;
         };
         if s.player.as_ref() == Some(player) {
             return;
         }
         s.player = Some(player.clone());
-        let set = st.players.entry(player.clone()).or_default();
+        let mut players = inner.players.lock(player);
+        let set = players.entry(player.clone()).or_default();
         let first = set.is_empty();
         set.insert(self.id);
         if first {
@@ -161,9 +162,9 @@ impl Inner {
         kind: ViewKind,
         which: impl Fn(&Id) -> bool,
     ) {
-        let mut st = self.lock();
+        let mut sessions = self.sessions.lock(&session);
         let mut slots = Vec::new();
-        if let Some(s) = st.sessions.get_mut(&session) {
+        if let Some(s) = sessions.get_mut(&session) {
             s.views.retain(|v| {
                 let hit = v.1 == kind && which(&v.0);
                 if hit {
@@ -173,14 +174,21 @@ impl Inner {
             });
         }
         for slot in &slots {
-            if let Some(cell) = st.boards.get(&slot.0).cloned() {
-                cell.lock().remove_sub(&(session, kind));
-                self.forget_board_if_unwatched(&mut st, &slot.0);
-            }
+            self.remove_view(session, slot);
         }
-        drop(st);
+        drop(sessions);
         for slot in &slots {
             outbox.drop_view(slot);
+        }
+    }
+
+    /// Removes `session`'s view `slot` from its board, and the board if nobody watches it any
+    /// more (under the session's shard: the lock order).
+    fn remove_view(&self, session: SessionId, slot: &ViewKey) {
+        let mut boards = self.boards.lock(&slot.0);
+        if let Some(cell) = boards.get(&slot.0).cloned() {
+            cell.lock().remove_sub(&(session, slot.1));
+            self.forget_board_if_unwatched(&mut boards, &slot.0);
         }
     }
 }
@@ -192,25 +200,23 @@ impl Drop for Member {
     fn drop(&mut self) {
         self.outbox.end();
         let inner = &self.hub.inner;
-        let mut st = inner.lock();
-        if let Some(entry) = st.sessions.remove(&self.id) {
+        let mut sessions = inner.sessions.lock(&self.id);
+        if let Some(entry) = sessions.remove(&self.id) {
             if let Some(player) = entry.player {
-                if let Some(set) = st.players.get_mut(&player) {
+                let mut players = inner.players.lock(&player);
+                if let Some(set) = players.get_mut(&player) {
                     set.remove(&self.id);
                     if set.is_empty() {
-                        st.players.remove(&player);
+                        players.remove(&player);
                         inner.wake_subscribers();
                     }
                 }
             }
-            for (board, kind) in &entry.views {
-                if let Some(cell) = st.boards.get(board).cloned() {
-                    cell.lock().remove_sub(&(self.id, *kind));
-                    inner.forget_board_if_unwatched(&mut st, board);
-                }
+            for slot in &entry.views {
+                inner.remove_view(self.id, slot);
             }
         }
-        drop(st);
+        drop(sessions);
         metrics::WS_CONNECTIONS.dec();
         inner.sessions_changed.notify_waiters();
     }
@@ -218,8 +224,12 @@ impl Drop for Member {
 
 impl Inner {
     /// Drops a board nobody watches any more (its worker and its channel go with it).
-    pub(super) fn forget_board_if_unwatched(&self, st: &mut State, board: &Id) {
-        let Some(cell) = st.boards.get(board) else {
+    pub(super) fn forget_board_if_unwatched(
+        &self,
+        boards: &mut foldhash::HashMap<Id, Arc<BoardCell>>,
+        board: &Id,
+    ) {
+        let Some(cell) = boards.get(board) else {
             return;
         };
         let mut b = cell.lock();
@@ -229,7 +239,7 @@ impl Inner {
         b.gone = true;
         drop(b);
         cell.wake.notify_one();
-        st.boards.remove(board);
+        boards.remove(board);
         self.wake_subscribers();
     }
 }

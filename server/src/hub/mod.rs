@@ -1,17 +1,21 @@
 //! The per-instance hub: who is connected, who watches what, and what the pub/sub feed changes.
 //!
-//! One hub per server instance, behind a cloneable [`Hub`] handle. Its state is in two parts, each
-//! plain maps under a std `Mutex` held only for map updates and never across an `.await`
-//! (mini-redis's `db.rs` reasoning; every Redis read happens outside them): the *registry*
-//! ([`State`]: sessions and the views each holds, players, addresses, the watched boards by id),
-//! and one [`board::BoardCell`] per watched board (its views, standings and dirty state), so a
-//! board's flush never blocks another board or the registry. Lock order: registry, then board.
-//! Redis pub/sub itself is the broker's (`crate::broker`): the hub tells it which boards and
-//! players it wants and receives its feed. Each file has one job:
+//! One hub per server instance, behind a cloneable [`Hub`] handle. Its state is plain maps under
+//! std `Mutex`es held only for map updates and never across an `.await` (mini-redis's `db.rs`
+//! reasoning; every Redis read happens outside them), none of them over the whole instance:
+//! the *registry* — sessions (and the views each holds), watched boards by id, players, client
+//! addresses — is four maps split into shards by key, each shard under its own lock
+//! (`shards.rs`, centrifuge's sharded hub); and each watched board has a [`board::BoardCell`]
+//! (its views, standings and dirty state), so a board's flush never blocks another board or the
+//! registry. Lock order: a session's shard, then a player's or a board's shard, then the board's
+//! cell; an address's shard is taken alone. Redis pub/sub itself is the broker's
+//! (`crate::broker`): the hub tells it which boards and players it wants and receives its feed.
+//! Each file has one job:
 //!
 //! | file           | what it decides                                                          |
 //! |----------------|--------------------------------------------------------------------------|
 //! | `mod.rs`       | the handle, the registry, start and graceful shutdown                    |
+//! | `shards.rs`    | the registry's maps: sharded by key, a lock per shard                    |
 //! | `members.rs`   | admission per client address, sessions and players; a session's drop     |
 //! | `outbox.rs`    | a session's bounded outbound queue (the hub offers, the writer takes)    |
 //! | `writer.rs`    | the connection's writer: takes the outbox's messages, actix sends them   |
@@ -48,16 +52,17 @@ mod notify;
 pub mod outbox;
 mod plan;
 mod render;
+mod shards;
 mod subscribe;
 mod treap;
 mod window;
 mod worker;
 mod writer;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use scorecast_shared::Id;
@@ -69,6 +74,7 @@ use crate::config::{Settings, WsSettings};
 use crate::store::Store;
 use board::BoardCell;
 use scorecast_shared::protocol::ViewKind;
+use shards::Shards;
 
 pub use board::ViewCounts;
 pub use members::{AddrSlot, Member};
@@ -84,7 +90,16 @@ pub struct Hub {
 }
 
 struct Inner {
-    state: Mutex<State>,
+    /// The registry: every open session by id, with the views it holds.
+    sessions: Shards<SessionId, SessionEntry>,
+    /// The watched boards (by cell id: a bucket's views have a cell of their own).
+    boards: Shards<Id, Arc<BoardCell>>,
+    /// Local sessions of each authenticated player (for `notify`).
+    players: Shards<Id, HashSet<SessionId>>,
+    /// Open connections per client address (`max_conns_per_addr`).
+    conns: Shards<IpAddr, u32>,
+    /// The last subscription generation handed out.
+    next_gen: AtomicU64,
     store: Store,
     /// Redis pub/sub: board events and `notify` in, `notify` out.
     broker: Broker,
@@ -98,18 +113,6 @@ struct Inner {
     next_id: AtomicU64,
     /// This instance's id in `notify` messages.
     instance: String,
-}
-
-/// The registry: who is connected and which boards are watched. Held for a few map updates;
-/// a board's own state is behind its cell's lock (`board.rs`), taken after this one if both are.
-#[derive(Default)]
-struct State {
-    sessions: HashMap<SessionId, SessionEntry>,
-    boards: HashMap<Id, Arc<BoardCell>>,
-    /// Local sessions of each authenticated player (for `notify`).
-    players: HashMap<Id, HashSet<SessionId>>,
-    conns: HashMap<IpAddr, u32>,
-    next_gen: u64,
 }
 
 struct SessionEntry {
@@ -126,7 +129,11 @@ impl Hub {
         let (shutdown, _) = watch::channel(false);
         let hub = Hub {
             inner: Arc::new(Inner {
-                state: Mutex::new(State::default()),
+                sessions: Shards::default(),
+                boards: Shards::default(),
+                players: Shards::default(),
+                conns: Shards::default(),
+                next_gen: AtomicU64::new(0),
                 store,
                 broker,
                 ws: settings.ws.clone(),
@@ -151,12 +158,12 @@ impl Hub {
 
     /// Open sessions on this instance.
     pub fn sessions(&self) -> usize {
-        self.inner.lock().sessions.len()
+        self.inner.sessions.len()
     }
 
     /// Boards with a view open on this instance (each has a cell and a worker).
     pub fn boards_watched(&self) -> usize {
-        self.inner.lock().boards.len()
+        self.inner.boards.len()
     }
 
     /// What this instance's views of `board` have done so far (all zero when none is open:
@@ -171,7 +178,7 @@ impl Hub {
     /// Open views on this instance by kind: top, me, around (for `/metrics`).
     pub fn views_by_kind(&self) -> [(&'static str, i64); 3] {
         let mut n = [0i64; 3];
-        let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
+        let cells = self.inner.cells();
         for cell in cells {
             for (_, kind) in cell.lock().subs.keys() {
                 n[match kind {
@@ -188,7 +195,7 @@ impl Hub {
     /// it is stretched (`none`, `sessions_behind`, `flush_budget`, `push_budget`, `with_acks`),
     /// for `/metrics`.
     pub fn views_window(&self) -> (Duration, &'static str) {
-        let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
+        let cells = self.inner.cells();
         cells
             .iter()
             .map(|c| c.window())
@@ -200,7 +207,7 @@ impl Hub {
     /// The longest hold of a `me` view after an update that went with its ack among the watched
     /// boards (`window.rs`'s `next_hold`), for `/metrics`.
     pub fn views_hold(&self) -> Duration {
-        let cells: Vec<Arc<BoardCell>> = self.inner.lock().boards.values().cloned().collect();
+        let cells = self.inner.cells();
         cells.iter().map(|c| c.hold()).max().unwrap_or_default()
     }
 
@@ -233,14 +240,16 @@ impl Hub {
 }
 
 impl Inner {
-    /// The registry's lock (never taken while a board's lock is held).
-    fn lock(&self) -> MutexGuard<'_, State> {
-        crate::sync::lock(&self.state)
+    /// A watched board's cell (its shard's lock is released on return).
+    fn cell(&self, board: &Id) -> Option<Arc<BoardCell>> {
+        self.boards.lock(board).get(board).cloned()
     }
 
-    /// A watched board's cell (the registry's lock is released on return).
-    fn cell(&self, board: &Id) -> Option<Arc<BoardCell>> {
-        self.lock().boards.get(board).cloned()
+    /// Every watched board's cell.
+    fn cells(&self) -> Vec<Arc<BoardCell>> {
+        let mut cells = Vec::new();
+        self.boards.each(|_, c| cells.push(c.clone()));
+        cells
     }
 
     /// The wanted boards or players changed: the broker (un)subscribes to match.

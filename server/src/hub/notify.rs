@@ -7,7 +7,7 @@ use scorecast_shared::{Id, ServerMsg};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Hub, Inner};
+use super::{Hub, Inner, SessionId};
 use crate::error::{AppError, AppResult};
 
 /// What is published on `notify:{<player>}`.
@@ -54,18 +54,24 @@ impl Inner {
         .map_err(|e| AppError::bad_request(format!("notify payload: {e}")))?;
         let n = self.broker.publish_notify(player, &body).await?;
         // Our own subscription (if the player is connected here) counts as one receiver.
-        let here = u64::from(self.lock().players.contains_key(player));
+        let here = u64::from(self.players.lock(player).contains_key(player));
         Ok(n.saturating_sub(here))
     }
 
     fn deliver(&self, player: &Id, text: ByteString) -> usize {
-        let st = self.lock();
-        let Some(ids) = st.players.get(player) else {
-            return 0;
+        // The player's sessions, then each session's outbox: one shard at a time (a session's
+        // shard is taken before a player's elsewhere).
+        let ids: Vec<SessionId> = match self.players.lock(player).get(player) {
+            Some(ids) => ids.iter().copied().collect(),
+            None => return 0,
         };
-        ids.iter()
-            .filter_map(|id| st.sessions.get(id))
-            .filter(|s| s.outbox.offer(actix_ws::Message::Text(text.clone())))
+        let outboxes: Vec<_> = ids
+            .iter()
+            .filter_map(|id| self.sessions.lock(id).get(id).map(|s| s.outbox.clone()))
+            .collect();
+        outboxes
+            .iter()
+            .filter(|o| o.offer(actix_ws::Message::Text(text.clone())))
             .count()
     }
 

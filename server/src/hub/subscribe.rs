@@ -2,6 +2,7 @@
 //! delivers the board's events to this instance, read the snapshot, queue it. A change
 //! committed after the read is then sure to arrive as an event.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use super::board::{Board, BoardCell, Sub, SubKey};
 use super::outbox::Outbox;
 use super::plan::{self, Want};
 use super::render::render;
-use super::{Inner, SessionId, State};
+use super::{Inner, SessionId};
 use crate::error::{AppError, AppResult};
 use crate::store::Page;
 
@@ -75,13 +76,8 @@ fn register(
     view: View,
     player: Option<Id>,
 ) -> AppResult<u64> {
-    let mut st = inner.lock();
-    let State {
-        sessions,
-        boards,
-        next_gen,
-        ..
-    } = &mut *st;
+    // The session's shard, then the board's (the lock order).
+    let mut sessions = inner.sessions.lock(&key.0);
     let Some(session) = sessions.get_mut(&key.0) else {
         return Err(closing());
     };
@@ -89,8 +85,8 @@ fn register(
     if !session.views.contains(&slot) {
         session.views.push(slot);
     }
-    *next_gen += 1;
-    let gen = *next_gen;
+    let gen = inner.next_gen.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut boards = inner.boards.lock(board);
     let cell = boards.entry(board.clone()).or_insert_with(|| {
         let cell = Arc::new(BoardCell::new(Board::new(Arc::new(Notify::new()))));
         tokio::spawn(super::worker::run(
@@ -133,18 +129,19 @@ impl Inner {
         let page = match page {
             Ok(p) => p,
             Err(e) => {
-                // Still ours: undo it (the registry first, then the board: the lock order), and
+                // Still ours: undo it (the session's shard, the board's, the board: the lock order), and
                 // drop a snapshot of the view it replaced.
-                let mut st = self.lock();
+                let mut sessions = self.sessions.lock(&key.0);
+                let mut boards = self.boards.lock(board);
                 let mut b = cell.lock();
                 if b.subs.get(&key).is_some_and(|s| s.gen == gen) {
                     b.remove_sub(&key);
                     drop(b);
-                    if let Some(s) = st.sessions.get_mut(&key.0) {
+                    if let Some(s) = sessions.get_mut(&key.0) {
                         s.views.retain(|v| *v != slot);
                     }
-                    self.forget_board_if_unwatched(&mut st, board);
-                    drop(st);
+                    self.forget_board_if_unwatched(&mut boards, board);
+                    drop((boards, sessions));
                     outbox.drop_view(&slot);
                 }
                 return Err(e);
